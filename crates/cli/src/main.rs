@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("thinstream: no commands are implemented yet");
+    std::process::exit(2);
+}

@@ -1,0 +1,1 @@
+//! Experiments as data: scenarios, sweeps, result store, reports.

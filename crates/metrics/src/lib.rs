@@ -1,0 +1,1 @@
+//! Metrics from trace records: latencies, retransmission statistics, overhead, throughput, fairness.

@@ -1,0 +1,1 @@
+//! Closed-form models: the head-of-line blocking model.

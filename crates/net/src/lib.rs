@@ -1,0 +1,1 @@
+//! Real I/O: tokio UDP driver, async API, real-time link emulator.

@@ -1,0 +1,242 @@
+//! SCTP wire codec: parse byte strings into representations, emit
+//! representations into bytes.
+//!
+//! Decoding never panics on any input: malformed input is a [`WireError`].
+//! Representations only hold what the wire can carry; emitting a
+//! representation always yields a packet that parses back to it.
+
+use bytes::Bytes;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+mod serial;
+pub use serial::{Ssn, Tsn};
+
+/// The default UDP port for SCTP over UDP (RFC 6951 §5.1, IANA "sctp-tunneling").
+pub const SCTP_UDP_TUNNELING_PORT: u16 = 9899;
+
+/// Size of the SCTP common header.
+pub const COMMON_HEADER_LEN: usize = 12;
+/// Size of a DATA chunk header (type, flags, length, TSN, stream, SSN, PPID).
+pub const DATA_CHUNK_HEADER_LEN: usize = 16;
+
+/// Chunk type codes (RFC 9260 §3.2, RFC 3758 §3.2).
+pub mod chunk_type {
+    pub const DATA: u8 = 0x00;
+    pub const INIT: u8 = 0x01;
+    pub const INIT_ACK: u8 = 0x02;
+    pub const SACK: u8 = 0x03;
+    pub const HEARTBEAT: u8 = 0x04;
+    pub const HEARTBEAT_ACK: u8 = 0x05;
+    pub const ABORT: u8 = 0x06;
+    pub const SHUTDOWN: u8 = 0x07;
+    pub const SHUTDOWN_ACK: u8 = 0x08;
+    pub const ERROR: u8 = 0x09;
+    pub const COOKIE_ECHO: u8 = 0x0A;
+    pub const COOKIE_ACK: u8 = 0x0B;
+    pub const SHUTDOWN_COMPLETE: u8 = 0x0E;
+    pub const FORWARD_TSN: u8 = 0xC0;
+}
+
+/// INIT/INIT ACK parameter type codes (RFC 9260 §3.3.2, RFC 3758, RFC 5061).
+pub mod param_type {
+    pub const HEARTBEAT_INFO: u16 = 0x0001;
+    pub const IPV4_ADDRESS: u16 = 0x0005;
+    pub const IPV6_ADDRESS: u16 = 0x0006;
+    pub const STATE_COOKIE: u16 = 0x0007;
+    pub const UNRECOGNIZED_PARAMETER: u16 = 0x0008;
+    pub const COOKIE_PRESERVATIVE: u16 = 0x0009;
+    pub const HOST_NAME_ADDRESS: u16 = 0x000B;
+    pub const SUPPORTED_ADDRESS_TYPES: u16 = 0x000C;
+    pub const ECN_CAPABLE: u16 = 0x8000;
+    pub const FORWARD_TSN_SUPPORTED: u16 = 0xC000;
+    pub const SUPPORTED_EXTENSIONS: u16 = 0x8008;
+}
+
+/// Error cause codes (RFC 9260 §3.3.10).
+pub mod cause_code {
+    pub const INVALID_STREAM_IDENTIFIER: u16 = 1;
+    pub const MISSING_MANDATORY_PARAMETER: u16 = 2;
+    pub const STALE_COOKIE: u16 = 3;
+    pub const OUT_OF_RESOURCE: u16 = 4;
+    pub const UNRESOLVABLE_ADDRESS: u16 = 5;
+    pub const UNRECOGNIZED_CHUNK_TYPE: u16 = 6;
+    pub const INVALID_MANDATORY_PARAMETER: u16 = 7;
+    pub const UNRECOGNIZED_PARAMETERS: u16 = 8;
+    pub const NO_USER_DATA: u16 = 9;
+    pub const COOKIE_RECEIVED_WHILE_SHUTTING_DOWN: u16 = 10;
+    pub const RESTART_WITH_NEW_ADDRESSES: u16 = 11;
+    pub const USER_INITIATED_ABORT: u16 = 12;
+    pub const PROTOCOL_VIOLATION: u16 = 13;
+}
+
+/// A whole SCTP packet: common header and chunks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub verification_tag: u32,
+    pub chunks: Vec<Chunk>,
+}
+
+/// One chunk. Unknown chunk types are kept (type, flags, value) so the
+/// association can act on the upper two bits of the type (RFC 9260 §3.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Chunk {
+    Data(DataChunk),
+    Init(InitChunk),
+    InitAck(InitChunk),
+    Sack(SackChunk),
+    Heartbeat(HeartbeatChunk),
+    HeartbeatAck(HeartbeatChunk),
+    Abort(AbortChunk),
+    Shutdown(ShutdownChunk),
+    ShutdownAck,
+    Error(ErrorChunk),
+    CookieEcho(CookieEchoChunk),
+    CookieAck,
+    ShutdownComplete(ShutdownCompleteChunk),
+    ForwardTsn(ForwardTsnChunk),
+    Unknown(UnknownChunk),
+}
+
+/// DATA (RFC 9260 §3.3.1). `immediate` is the I bit of RFC 7053.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataChunk {
+    pub tsn: Tsn,
+    pub stream: u16,
+    pub ssn: Ssn,
+    pub ppid: u32,
+    pub unordered: bool,
+    pub beginning: bool,
+    pub ending: bool,
+    pub immediate: bool,
+    pub payload: Bytes,
+}
+
+/// INIT and INIT ACK share this layout (RFC 9260 §3.3.2, §3.3.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InitChunk {
+    pub initiate_tag: u32,
+    pub a_rwnd: u32,
+    pub outbound_streams: u16,
+    pub inbound_streams: u16,
+    pub initial_tsn: Tsn,
+    pub params: Vec<Param>,
+}
+
+/// Variable-length parameters of INIT / INIT ACK.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Param {
+    Ipv4Address(Ipv4Addr),
+    Ipv6Address(Ipv6Addr),
+    StateCookie(Bytes),
+    /// Suggested cookie life-span increment, in milliseconds.
+    CookiePreservative(u32),
+    HostNameAddress(Bytes),
+    SupportedAddressTypes(Vec<u16>),
+    /// Carried in an INIT ACK: the parameters of the INIT that were not
+    /// recognised, each as its full TLV bytes.
+    UnrecognizedParameter(Bytes),
+    ForwardTsnSupported,
+    /// Chunk types the sender supports (RFC 5061 §4.2.7).
+    SupportedExtensions(Vec<u8>),
+    /// A parameter this codec does not interpret, kept as type and value.
+    Unknown { kind: u16, value: Bytes },
+}
+
+/// SACK (RFC 9260 §3.3.4). Gap blocks are offsets from `cum_tsn_ack`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SackChunk {
+    pub cum_tsn_ack: Tsn,
+    pub a_rwnd: u32,
+    pub gap_blocks: Vec<GapBlock>,
+    pub duplicate_tsns: Vec<Tsn>,
+}
+
+/// A gap ack block: TSNs `cum_tsn_ack + start ..= cum_tsn_ack + end` were received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GapBlock {
+    pub start: u16,
+    pub end: u16,
+}
+
+/// HEARTBEAT and HEARTBEAT ACK: the opaque Heartbeat Info parameter value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatChunk {
+    pub info: Bytes,
+}
+
+/// ABORT (RFC 9260 §3.3.7). `t_bit`: the tag is reflected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AbortChunk {
+    pub t_bit: bool,
+    pub causes: Vec<ErrorCause>,
+}
+
+/// SHUTDOWN (RFC 9260 §3.3.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownChunk {
+    pub cum_tsn_ack: Tsn,
+}
+
+/// ERROR (RFC 9260 §3.3.10).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorChunk {
+    pub causes: Vec<ErrorCause>,
+}
+
+/// An error cause: code and the cause-specific information (undecoded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorCause {
+    pub code: u16,
+    pub info: Bytes,
+}
+
+/// COOKIE ECHO (RFC 9260 §3.3.11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CookieEchoChunk {
+    pub cookie: Bytes,
+}
+
+/// SHUTDOWN COMPLETE (RFC 9260 §3.3.13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownCompleteChunk {
+    pub t_bit: bool,
+}
+
+/// FORWARD TSN (RFC 3758 §3.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForwardTsnChunk {
+    pub new_cum_tsn: Tsn,
+    pub streams: Vec<ForwardTsnStream>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForwardTsnStream {
+    pub stream: u16,
+    pub ssn: Ssn,
+}
+
+/// A chunk of a type this codec does not know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownChunk {
+    pub kind: u8,
+    pub flags: u8,
+    pub value: Bytes,
+}
+
+/// Why a byte string is not a valid SCTP packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// Shorter than the common header.
+    Truncated,
+    /// The CRC32c checksum does not match.
+    BadChecksum { expected: u32, found: u32 },
+    /// A chunk's length field is below its minimum or runs past the packet.
+    BadChunkLength { kind: u8, length: u16 },
+    /// A parameter's length field is invalid.
+    BadParamLength { kind: u16, length: u16 },
+    /// A chunk is well framed but its contents are invalid (e.g. a DATA chunk
+    /// with no user data, an INIT with zero streams).
+    Malformed { kind: u8, why: &'static str },
+}

@@ -1,0 +1,1 @@
+//! Sans-IO TCP model (New Reno, SACK, RACK-TLP) with the TCP thin-stream mechanisms.
