@@ -1,1 +1,13 @@
-//! Real I/O: tokio UDP driver, async API, real-time link emulator.
+//! Real I/O for thinstream: the one crate (with the CLI) that reads the OS
+//! clock and opens sockets.
+//!
+//! [`driver`] runs any sans-IO protocol object (an SCTP association, an SCTP
+//! endpoint serving many peers) over a tokio UDP socket with exactly the
+//! drive loop the simulator uses: feed one input, drain every output, sleep
+//! until the next input or deadline.
+
+pub mod clock;
+pub mod driver;
+
+pub use clock::Clock;
+pub use driver::{spawn, DriverGone, Handle, Sans};
