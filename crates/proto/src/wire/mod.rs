@@ -1,14 +1,92 @@
 //! SCTP wire codec: parse byte strings into representations, emit
-//! representations into bytes.
+//! representations into bytes (RFC 9260, FORWARD TSN of RFC 3758, carried
+//! in UDP per RFC 6951: the UDP payload is exactly the SCTP packet).
 //!
 //! Decoding never panics on any input: malformed input is a [`WireError`].
 //! Representations only hold what the wire can carry; emitting a
-//! representation always yields a packet that parses back to it.
+//! representation always yields a packet that parses back to it (with the
+//! two caveats under "Round trips" below).
+//!
+//! # Entry points
+//! - [`Packet::parse`] (checksum verified), [`Packet::parse_unchecked`],
+//!   and the zero-copy [`Packet::parse_bytes`] / [`Packet::parse_bytes_unchecked`]
+//!   whose payloads share the input [`Bytes`].
+//! - [`Packet::emit`] appends to a caller's `Vec<u8>` (no per-chunk
+//!   allocation), [`Packet::to_bytes`], [`Packet::encoded_len`];
+//!   [`Chunk::encoded_len`] / [`data_chunk_len`] give exact sizes including
+//!   padding for packing decisions.
+//! - [`checksum`], [`peek_header`] (ports and tag without parsing).
+//! - [`ErrorCause`] constructors (`no_user_data`, `unrecognized_chunk`, ...)
+//!   and [`Unrecognized`] (the upper-two-bits rule of RFC 9260 §3.2/§3.2.1).
+//!
+//! # Encoding decisions
+//! - **Checksum** (RFC 9260 §6.8, App. B): CRC32c over the whole packet with
+//!   the checksum field as zero. [`checksum`] returns the CRC as the
+//!   reflected algorithm reports it (32 zero bytes → `0x8A9136AA`, the
+//!   RFC 3720 §B.4 vector); it is stored **little-endian** at offsets 8..12,
+//!   so that value travels as `AA 36 91 8A`. This matches RFC 9260 App. B's
+//!   reference code (byte-reverse, then network order) and real stacks.
+//! - **Padding** (RFC 9260 §3.2): a chunk's Length excludes its trailing
+//!   padding; inside a chunk, every parameter / error cause but the last is
+//!   padded and counted, the last one's padding is not counted. We emit
+//!   exactly that, zero padding bytes, and pad the last chunk of a packet
+//!   too. On parse, padding contents are ignored, a missing pad after the
+//!   last chunk is tolerated, and a Length that does count the last
+//!   parameter's padding is accepted. Any other left-over byte (1–3 bytes
+//!   that cannot be padding, or a chunk header with a bad Length) rejects the
+//!   whole packet.
+//! - **Framing errors vs semantics.** The codec rejects what it cannot
+//!   frame: Length fields below the minimum or past the end
+//!   ([`WireError::BadChunkLength`], [`WireError::BadParamLength`]), fixed
+//!   size chunks/parameters with another size (SHUTDOWN 8, SHUTDOWN ACK /
+//!   COOKIE ACK / SHUTDOWN COMPLETE 4, IPv4 8, IPv6 20, Cookie Preservative
+//!   8, Forward-TSN-Supported 4, FORWARD TSN 8+4n, Supported Address Types
+//!   with an odd value length), a SACK whose Length disagrees with its block
+//!   counts, a HEARTBEAT that is not exactly one Heartbeat Info TLV
+//!   ([`WireError::Malformed`]). It keeps what is a protocol decision for the
+//!   association: DATA with no user data (RFC 9260 §6.2, answered with ABORT
+//!   "No User Data"), INIT with Initiate Tag 0 or zero inbound/outbound
+//!   streams (§3.3.2), INIT bundled with other chunks (§6.10), a non-zero
+//!   tag on INIT, a zero-chunk packet, unknown chunks and parameters.
+//! - **Unknown types** become [`Chunk::Unknown`] / [`Param::Unknown`] with
+//!   their raw value; [`Unrecognized::for_chunk`] / [`Unrecognized::for_param`]
+//!   say what RFC 9260 §3.2 asks for. Known parameters of other extensions
+//!   (ECN 0x8000, AUTH 0x8002–0x8004, ADD-IP, ...) are deliberately kept as
+//!   `Param::Unknown` so the association reports them as unrecognized.
+//!   Heartbeat Info (0x0001) is only meaningful inside HEARTBEAT; in INIT it
+//!   is `Param::Unknown`.
+//! - **Flags.** DATA: U 0x04, B 0x02, E 0x01, I 0x08 (RFC 7053); other DATA
+//!   flag bits are ignored on parse and sent as zero. ABORT and SHUTDOWN
+//!   COMPLETE: T 0x01. Chunks without flags ignore them on parse and send
+//!   zero (§3.2). [`UnknownChunk`] keeps its flags byte.
+//! - **Errors** carry the offending type and Length; error causes with a
+//!   bad Length use [`WireError::BadParamLength`] with the cause code.
+//! - **Bounds.** Every Length is checked against the bytes present before
+//!   use; allocations are bounded by the input length.
+//!
+//! # Round trips
+//! `Packet::parse_unchecked(&p.to_bytes()) == Ok(p)` for every encodable
+//! representation, except: (1) an `Unknown` chunk or parameter whose kind
+//! is one the codec knows parses back as the known variant (or fails if
+//! its value does not fit that variant); (2) a chunk longer than 65 535
+//! bytes cannot be encoded and [`Chunk::emit`] panics on it
+//! ([`Chunk::is_encodable`] checks first).
 
 use bytes::Bytes;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+mod cause;
+mod checksum;
+mod emit;
+mod error;
+mod parse;
 mod serial;
+pub use cause::Unrecognized;
+pub use checksum::{
+    checksum, checksum_ok, read_checksum_field, write_checksum_field, CHECKSUM_OFFSET,
+};
+pub use emit::{data_chunk_len, padded};
+pub use parse::peek_header;
 pub use serial::{Ssn, Tsn};
 
 /// The default UDP port for SCTP over UDP (RFC 6951 §5.1, IANA "sctp-tunneling").
@@ -18,6 +96,26 @@ pub const SCTP_UDP_TUNNELING_PORT: u16 = 9899;
 pub const COMMON_HEADER_LEN: usize = 12;
 /// Size of a DATA chunk header (type, flags, length, TSN, stream, SSN, PPID).
 pub const DATA_CHUNK_HEADER_LEN: usize = 16;
+/// Size of the fixed part of INIT / INIT ACK (chunk header included).
+pub const INIT_CHUNK_HEADER_LEN: usize = 20;
+/// Size of the fixed part of SACK (chunk header included).
+pub const SACK_CHUNK_HEADER_LEN: usize = 16;
+
+/// DATA chunk flag bits (RFC 9260 §3.3.1, RFC 7053 §3).
+pub mod data_flags {
+    /// I bit: the receiver should SACK immediately (RFC 7053).
+    pub const IMMEDIATE: u8 = 0x08;
+    /// U bit: unordered.
+    pub const UNORDERED: u8 = 0x04;
+    /// B bit: first fragment of a user message.
+    pub const BEGINNING: u8 = 0x02;
+    /// E bit: last fragment of a user message.
+    pub const ENDING: u8 = 0x01;
+}
+
+/// The T bit of ABORT and SHUTDOWN COMPLETE (RFC 9260 §3.3.7, §3.3.13): the
+/// sender filled in the peer's tag, not its own.
+pub const T_BIT: u8 = 0x01;
 
 /// Chunk type codes (RFC 9260 §3.2, RFC 3758 §3.2).
 pub mod chunk_type {
@@ -67,6 +165,11 @@ pub mod cause_code {
     pub const RESTART_WITH_NEW_ADDRESSES: u16 = 11;
     pub const USER_INITIATED_ABORT: u16 = 12;
     pub const PROTOCOL_VIOLATION: u16 = 13;
+
+    /// The RFC 9260 name of a cause code ("unknown cause" otherwise).
+    pub fn name(code: u16) -> &'static str {
+        super::error::cause_name(code)
+    }
 }
 
 /// A whole SCTP packet: common header and chunks.
@@ -141,7 +244,10 @@ pub enum Param {
     /// Chunk types the sender supports (RFC 5061 §4.2.7).
     SupportedExtensions(Vec<u8>),
     /// A parameter this codec does not interpret, kept as type and value.
-    Unknown { kind: u16, value: Bytes },
+    Unknown {
+        kind: u16,
+        value: Bytes,
+    },
 }
 
 /// SACK (RFC 9260 §3.3.4). Gap blocks are offsets from `cum_tsn_ack`.
