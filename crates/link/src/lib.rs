@@ -1,1 +1,20 @@
-//! Link model shared by simulator and emulator: delay, jitter, loss models, rate limit, reordering, duplication, corruption.
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod error;
+mod link;
+mod netem;
+pub mod stage;
+mod stats;
+mod units_serde;
+
+pub use config::{
+    Bottleneck, Jitter, JitterDistribution, LinkConfig, LossModel, LossTrace, Outage, PeriodicDrop,
+    Reorder, PRESET_NAMES,
+};
+pub use error::LinkConfigError;
+pub use link::{DropPredicate, Link, SendReport};
+pub use stats::{Counter, DropCause, LinkStats};
+
+#[cfg(test)]
+mod tests;

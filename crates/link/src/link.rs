@@ -1,0 +1,247 @@
+//! [`Link`]: one direction of a link, the stages chained in pipeline order.
+
+use crate::config::LinkConfig;
+use crate::error::LinkConfigError;
+use crate::stage::delay::{DelayLine, Passage};
+use crate::stage::labels;
+use crate::stage::loss::LossProcess;
+use crate::stage::mangle::{Corrupter, Duplicator};
+use crate::stage::queue::BottleneckQueue;
+use crate::stage::schedule::{in_outage, ListedDrops, PeriodicDrops, TraceDrops};
+use crate::stats::{DropCause, LinkStats};
+use std::fmt;
+use thinstream_base::{Datagram, Instant, Seed};
+
+/// A caller-supplied drop rule: `true` drops the datagram. Lets the simulator
+/// drop, say, "the packet carrying DATA TSN t" without this crate knowing SCTP.
+pub type DropPredicate = Box<dyn FnMut(&Datagram) -> bool + Send>;
+
+/// What happened to one offered datagram (for traces and pcap notes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendReport {
+    /// Why the original copy was dropped, if it was.
+    pub dropped: Option<DropCause>,
+    /// Copies handed back (0, 1 or 2).
+    pub delivered: u8,
+    /// Whether a duplicate was made.
+    pub duplicated: bool,
+    /// Delivered copies with a flipped bit.
+    pub corrupted: u8,
+}
+
+/// One direction of a link, built from a [`LinkConfig`] and a seed.
+///
+/// Pipeline (a bottleneck router followed by a propagation path):
+/// 1. drop decisions, each stage consulted for every offered packet, blame
+///    going to the first in this order: outage, predicate, listed, periodic,
+///    trace, loss model (netem also applies loss before any queue);
+/// 2. duplication of a survivor (the copy follows the original);
+/// 3. the bottleneck: drop-tail queue and serialisation at the rate;
+/// 4. corruption of a copy that the queue accepted;
+/// 5. propagation delay, jitter, reordering.
+pub struct Link {
+    outages: Vec<crate::config::Outage>,
+    predicate: Option<DropPredicate>,
+    listed: ListedDrops,
+    periodic: Option<PeriodicDrops>,
+    trace: Option<TraceDrops>,
+    loss: Option<LossProcess>,
+    duplicator: Option<Duplicator>,
+    queue: Option<BottleneckQueue>,
+    corrupter: Option<Corrupter>,
+    delay: DelayLine,
+    /// Number of the last offered packet (packets are numbered from 1).
+    offered: u64,
+    last_now: Instant,
+    /// Latest arrival handed out so far, to count reordering.
+    latest_arrival: Option<Instant>,
+    stats: LinkStats,
+}
+
+impl fmt::Debug for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Link")
+            .field("offered", &self.offered)
+            .field("has_predicate", &self.predicate.is_some())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Link {
+    /// Builds a link. Each stage draws from `seed.derive(label)` with the
+    /// labels in [`crate::stage::labels`].
+    ///
+    /// # Panics
+    /// If `config.validate()` fails. Configs from [`LinkConfig::parse_netem`]
+    /// are already valid; for configs read from files use [`Link::try_new`].
+    pub fn new(config: &LinkConfig, seed: Seed) -> Link {
+        match Link::try_new(config, seed) {
+            Ok(link) => link,
+            Err(e) => panic!("invalid link config: {e}"),
+        }
+    }
+
+    /// Builds a link, refusing an invalid config.
+    pub fn try_new(config: &LinkConfig, seed: Seed) -> Result<Link, LinkConfigError> {
+        config.validate()?;
+        let rng = |label: &str| seed.derive(label).rng();
+        Ok(Link {
+            outages: config.outages.clone(),
+            predicate: None,
+            listed: ListedDrops::new(&config.drop_packets),
+            periodic: config
+                .drop_every
+                .as_ref()
+                .map(|d| PeriodicDrops::new(d, rng(labels::PERIODIC))),
+            trace: config.loss_trace.as_ref().map(TraceDrops::new),
+            loss: config
+                .loss
+                .as_ref()
+                .map(|m| LossProcess::new(m.clone(), rng(labels::LOSS))),
+            duplicator: config
+                .duplicate
+                .map(|p| Duplicator::new(p, rng(labels::DUPLICATE))),
+            queue: config.bottleneck.as_ref().map(BottleneckQueue::new),
+            corrupter: config
+                .corrupt
+                .map(|p| Corrupter::new(p, rng(labels::CORRUPT))),
+            delay: DelayLine::new(
+                config.delay,
+                config.jitter.clone(),
+                rng(labels::JITTER),
+                config.reorder.clone(),
+                rng(labels::REORDER),
+            ),
+            offered: 0,
+            last_now: Instant::ZERO,
+            latest_arrival: None,
+            stats: LinkStats::default(),
+        })
+    }
+
+    /// Adds a drop predicate (not part of [`LinkConfig`]: closures are not data).
+    pub fn with_drop_predicate(
+        mut self,
+        predicate: impl FnMut(&Datagram) -> bool + Send + 'static,
+    ) -> Link {
+        self.predicate = Some(Box::new(predicate));
+        self
+    }
+
+    /// Replaces (or with `None` removes) the drop predicate mid-run.
+    pub fn set_drop_predicate(&mut self, predicate: Option<DropPredicate>) {
+        self.predicate = predicate;
+    }
+
+    /// Offer a datagram to the link at `now`. Appends zero or more (arrival
+    /// time, datagram) pairs to `out` (zero = dropped, two = duplicated,
+    /// corrupted payloads are modified copies). Arrival times are >= now.
+    /// Calls must come in non-decreasing `now` order.
+    pub fn send(&mut self, now: Instant, datagram: Datagram, out: &mut Vec<(Instant, Datagram)>) {
+        self.send_report(now, datagram, out);
+    }
+
+    /// [`Link::send`], also saying what happened to the datagram.
+    pub fn send_report(
+        &mut self,
+        now: Instant,
+        datagram: Datagram,
+        out: &mut Vec<(Instant, Datagram)>,
+    ) -> SendReport {
+        debug_assert!(
+            now >= self.last_now,
+            "Link::send: time went backwards ({now} < {})",
+            self.last_now
+        );
+        // In release builds a caller's time regression is absorbed rather
+        // than letting the queue compute departures in the past.
+        let now = now.max(self.last_now);
+        self.last_now = now;
+        self.offered += 1;
+        let k = self.offered;
+        let len = datagram.payload.len();
+        self.stats.offered.add(len);
+
+        // Every drop stage sees every packet, so one stage's decisions (and
+        // random stream) never depend on whether another stage is present.
+        let outage = in_outage(&self.outages, now);
+        let predicate = self.predicate.as_mut().is_some_and(|f| f(&datagram));
+        let listed = self.listed.drops(k);
+        let periodic = self.periodic.as_mut().is_some_and(|p| p.drops(k));
+        let trace = self.trace.as_ref().is_some_and(|t| t.drops(k));
+        let model = self.loss.as_mut().is_some_and(LossProcess::next_lost);
+        let duplicated = self
+            .duplicator
+            .as_mut()
+            .is_some_and(Duplicator::next_duplicated);
+
+        let cause = [
+            (outage, DropCause::Outage),
+            (predicate, DropCause::Predicate),
+            (listed, DropCause::Listed),
+            (periodic, DropCause::Periodic),
+            (trace, DropCause::Trace),
+            (model, DropCause::LossModel),
+        ]
+        .into_iter()
+        .find_map(|(hit, cause)| hit.then_some(cause));
+        let mut report = SendReport::default();
+        if let Some(cause) = cause {
+            self.stats.record_drop(cause, len);
+            report.dropped = Some(cause);
+            return report;
+        }
+
+        let copy = if duplicated {
+            self.stats.duplicated += 1;
+            report.duplicated = true;
+            Some(datagram.clone())
+        } else {
+            None
+        };
+        for (i, mut d) in std::iter::once(datagram).chain(copy).enumerate() {
+            let departure = match &mut self.queue {
+                Some(q) => match q.offer(now, len) {
+                    Some(t) => t,
+                    None => {
+                        self.stats.record_drop(DropCause::QueueOverflow, len);
+                        if i == 0 {
+                            report.dropped = Some(DropCause::QueueOverflow);
+                        }
+                        continue;
+                    }
+                },
+                None => now,
+            };
+            if self
+                .corrupter
+                .as_mut()
+                .is_some_and(|c| c.maybe_corrupt(&mut d.payload))
+            {
+                self.stats.corrupted += 1;
+                report.corrupted += 1;
+            }
+            let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
+            debug_assert!(arrival >= now);
+            match self.latest_arrival {
+                Some(latest) if arrival < latest => self.stats.reordered += 1,
+                _ => self.latest_arrival = Some(arrival),
+            }
+            self.stats.delivered.add(len);
+            report.delivered += 1;
+            out.push((arrival, d));
+        }
+        report
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// Packets offered so far (the number of the last offered packet).
+    pub fn offered_packets(&self) -> u64 {
+        self.offered
+    }
+}
