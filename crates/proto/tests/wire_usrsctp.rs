@@ -14,7 +14,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use thinstream_proto::wire::*;
 
 fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0);
+    assert!(s.len() & 1 == 0);
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
@@ -62,7 +62,7 @@ const COOKIE_ECHO: &str = concat!(
     "00000000000000000000000000000001000500087f000001f049902a64198587",
     "e586b09871c964bcb48b854a",
 );
-const COOKIE_ACK: &str = concat!("0007f570924225ee9176fb010b000004",);
+const COOKIE_ACK: &str = "0007f570924225ee9176fb010b000004";
 const HEARTBEAT_SERVER: &str = concat!(
     "0007f570924225eed884fc940400002c00010028fd72026b60140f007e5bdf9d",
     "739245a70a1c000000000000000000000000000000000001",
@@ -83,15 +83,15 @@ const HEARTBEAT_ACK_SERVER: &str = concat!(
     "0007f570924225eecc4cdb710500002c00010028fd72026bd4140f003a7b2f88",
     "98a52cb30a1c000000000000000000000000000000000001",
 );
-const SACK_SERVER: &str = concat!("0007f570924225ee431c43bb03000010270dd93b0001fd6200000000",);
+const SACK_SERVER: &str = "0007f570924225ee431c43bb03000010270dd93b0001fd6200000000";
 const DATA_SERVER: &str = concat!(
     "0007f570924225eeff68f89a0003001692c9c2f5000000000000000068656c6c",
     "6f0a0000",
 );
-const SACK_CLIENT: &str = concat!("f5700007ddf8400e7fbff9540300001092c9c2f50002000000000000",);
-const SHUTDOWN: &str = concat!("f5700007ddf8400e07f0b1600700000892c9c2f5",);
-const SHUTDOWN_ACK: &str = concat!("0007f570924225eea8ffd96308000004",);
-const SHUTDOWN_COMPLETE: &str = concat!("f5700007ddf8400e607d285e0e000004",);
+const SACK_CLIENT: &str = "f5700007ddf8400e7fbff9540300001092c9c2f50002000000000000";
+const SHUTDOWN: &str = "f5700007ddf8400e07f0b1600700000892c9c2f5";
+const SHUTDOWN_ACK: &str = "0007f570924225eea8ffd96308000004";
+const SHUTDOWN_COMPLETE: &str = "f5700007ddf8400e607d285e0e000004";
 
 const ALL: [&str; 15] = [
     INIT,

@@ -13,7 +13,7 @@ use thinstream_proto::wire::*;
 
 fn hex(s: &str) -> Vec<u8> {
     let s: String = s.split_whitespace().collect();
-    assert!(s.len() % 2 == 0, "odd hex literal");
+    assert!(s.len() & 1 == 0, "odd hex literal");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())

@@ -293,7 +293,7 @@ fn parse_chunk(
         }
         chunk_type::FORWARD_TSN => {
             // RFC 3758 §3.2: new cumulative TSN, then (stream, SSN) pairs.
-            if val.len() < 4 || (val.len() - 4) % 4 != 0 {
+            if val.len() < 4 || (val.len() - 4) & 3 != 0 {
                 return Err(bad_len);
             }
             let n = (val.len() - 4) / 4;
@@ -388,7 +388,7 @@ fn parse_param(src: Src<'_>, kind: u16, length: u16, v: Range<usize>) -> Result<
         }
         param_type::HOST_NAME_ADDRESS => Param::HostNameAddress(src.bytes(v)),
         param_type::SUPPORTED_ADDRESS_TYPES => {
-            if val.len() % 2 != 0 {
+            if val.len() & 1 != 0 {
                 return Err(bad_len);
             }
             Param::SupportedAddressTypes(val.chunks_exact(2).map(|t| be16(t, 0)).collect())
