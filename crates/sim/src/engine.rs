@@ -1,0 +1,656 @@
+//! The discrete-event engine: one queue of events ordered by (virtual time,
+//! insertion sequence), endpoints driven through the `base::drive` contract,
+//! links from the `link` crate, routing by destination address.
+//!
+//! Events: a datagram leaving a link (it then reaches a host, which hands it
+//! to the endpoint with that address, or a router, which puts it on the next
+//! link); a datagram between two endpoints of the same host; an endpoint's
+//! transport timer; an endpoint's application timer (a workload message
+//! falling due); the scenario stop.
+
+use crate::app::{App, AppCtx};
+use crate::pcap::PcapWriter;
+use crate::queue::EventQueue;
+use crate::result::{EndpointResult, EndpointStats, LinkResult, RunHeader, RunResult, StopReason};
+use crate::topology::{self, endpoint_addr, Node, Topology, TopologyError};
+use crate::{EndpointId, FlowId, LinkId, Side};
+use std::fmt;
+use std::net::SocketAddr;
+use thinstream_base::drive::Transport;
+use thinstream_base::trace::Record;
+use thinstream_base::{Datagram, Instant, Seed};
+use thinstream_link::{DropPredicate, Link};
+
+/// What a transport factory is told about the endpoint it builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndpointSetup {
+    pub endpoint: EndpointId,
+    pub flow: FlowId,
+    pub side: Side,
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    /// Derived from the master seed with the label `flow{i}.a` / `flow{i}.b`.
+    pub seed: Seed,
+}
+
+/// Builds an endpoint's transport once addresses and seed are known.
+pub type TransportFactory = Box<dyn FnOnce(&EndpointSetup) -> Box<dyn Transport>>;
+
+/// One endpoint of a flow: its transport and its application.
+pub struct EndpointSpec {
+    pub transport: TransportFactory,
+    pub app: Box<dyn App>,
+}
+
+impl EndpointSpec {
+    pub fn new<F, A>(transport: F, app: A) -> Self
+    where
+        F: FnOnce(&EndpointSetup) -> Box<dyn Transport> + 'static,
+        A: App + 'static,
+    {
+        EndpointSpec {
+            transport: Box::new(transport),
+            app: Box::new(app),
+        }
+    }
+}
+
+impl fmt::Debug for EndpointSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EndpointSpec")
+    }
+}
+
+/// One connection: endpoint A (the initiator, left side) and endpoint B.
+#[derive(Debug)]
+pub struct FlowSpec {
+    pub a: EndpointSpec,
+    pub b: EndpointSpec,
+    /// UDP port of both endpoints (default 9899, RFC 6951 §5.1).
+    pub port: u16,
+}
+
+impl FlowSpec {
+    pub fn new(a: EndpointSpec, b: EndpointSpec) -> Self {
+        FlowSpec {
+            a,
+            b,
+            port: crate::pcap::SCTP_UDP_PORT,
+        }
+    }
+    pub fn with_port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+}
+
+/// Where a pcap capture sees packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapturePoint {
+    /// When an endpoint emits a datagram, before any link (sender side).
+    Send,
+    /// When a datagram is handed to its destination endpoint.
+    Receive,
+}
+
+#[derive(Debug)]
+enum Event {
+    LinkExit {
+        link: LinkId,
+        datagram: Datagram,
+    },
+    Local {
+        endpoint: EndpointId,
+        datagram: Datagram,
+    },
+    TransportTimer {
+        endpoint: EndpointId,
+        generation: u64,
+    },
+    AppTimer {
+        endpoint: EndpointId,
+        generation: u64,
+    },
+    Stop {
+        generation: u64,
+    },
+}
+
+struct Endpoint {
+    flow: FlowId,
+    side: Side,
+    addr: SocketAddr,
+    peer: SocketAddr,
+    seed: Seed,
+    node: usize,
+    transport: Box<dyn Transport>,
+    app: Box<dyn App>,
+    /// The transport deadline currently scheduled, and its generation.
+    timer_at: Option<Instant>,
+    timer_generation: u64,
+    /// What the app asked for, and what is scheduled.
+    app_timer: Option<Instant>,
+    app_timer_at: Option<Instant>,
+    app_timer_generation: u64,
+    /// Consecutive timer firings at one instant (livelock guard).
+    same_instant_fires: (Instant, u32),
+    records: Vec<Record>,
+    stats: EndpointStats,
+}
+
+struct SimLink {
+    label: String,
+    to: usize,
+    seed: Seed,
+    config: thinstream_link::LinkConfig,
+    link: Link,
+}
+
+/// Rounds of the drain loop for one input before the engine declares a
+/// livelock (each round must have produced output, so a healthy transport
+/// needs a handful).
+const MAX_DRIVE_ROUNDS: u32 = 100_000;
+/// Timer firings at one instant for one endpoint before declaring a livelock
+/// (a transport whose deadline never moves past `now`).
+const MAX_SAME_INSTANT_FIRES: u32 = 10_000;
+
+/// A simulation under construction or in progress.
+pub struct Simulation {
+    header: RunHeader,
+    now: Instant,
+    started: bool,
+    queue: EventQueue<Event>,
+    endpoints: Vec<Endpoint>,
+    nodes: Vec<Node>,
+    links: Vec<SimLink>,
+    /// Reused buffers: link output and drained transmits.
+    link_out: Vec<(Instant, Datagram)>,
+    tx_buf: Vec<Datagram>,
+    capture: Option<(CapturePoint, PcapWriter)>,
+    pcap_skipped: u64,
+    events: u64,
+    stale_events: u64,
+    unroutable: u64,
+    event_limit: u64,
+    stop_generation: u64,
+    fault: Option<String>,
+}
+
+impl fmt::Debug for Simulation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Simulation")
+            .field("now", &self.now)
+            .field("events", &self.events)
+            .field("pending", &self.queue.len())
+            .finish()
+    }
+}
+
+impl Simulation {
+    /// Builds the network and every endpoint. Seeds: links use their label
+    /// (`link.forward`, `link.bottleneck.forward`, `link.flow3.a.up`, ...),
+    /// transports `flow{i}.a` / `flow{i}.b`, all derived from `master`.
+    pub fn new(
+        master: Seed,
+        topology: &Topology,
+        flows: Vec<FlowSpec>,
+    ) -> Result<Simulation, TopologyError> {
+        let addrs: Vec<(SocketAddr, SocketAddr)> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                (
+                    endpoint_addr(i, Side::A, f.port),
+                    endpoint_addr(i, Side::B, f.port),
+                )
+            })
+            .collect();
+        let plan = topology::plan(topology, &addrs, master)?;
+        let mut header = RunHeader {
+            master,
+            seeds: Vec::new(),
+            endpoints: Vec::new(),
+            links: Vec::new(),
+        };
+        let mut endpoints = Vec::with_capacity(flows.len() * 2);
+        for (i, flow) in flows.into_iter().enumerate() {
+            let (a_addr, b_addr) = addrs[i];
+            for (side, spec, local, peer) in [
+                (Side::A, flow.a, a_addr, b_addr),
+                (Side::B, flow.b, b_addr, a_addr),
+            ] {
+                let id = topology::endpoint_id(FlowId(i), side);
+                let label = format!("flow{i}.{}", side.label());
+                let seed = master.derive(&label);
+                header.seeds.push((label.clone(), seed));
+                header.endpoints.push((label, local));
+                let setup = EndpointSetup {
+                    endpoint: id,
+                    flow: FlowId(i),
+                    side,
+                    local,
+                    peer,
+                    seed,
+                };
+                let transport = (spec.transport)(&setup);
+                debug_assert_eq!(endpoints.len(), id.0);
+                endpoints.push(Endpoint {
+                    flow: FlowId(i),
+                    side,
+                    addr: local,
+                    peer,
+                    seed,
+                    node: plan.endpoint_node[id.0],
+                    transport,
+                    app: spec.app,
+                    timer_at: None,
+                    timer_generation: 0,
+                    app_timer: None,
+                    app_timer_at: None,
+                    app_timer_generation: 0,
+                    same_instant_fires: (Instant::ZERO, 0),
+                    records: Vec::new(),
+                    stats: EndpointStats::default(),
+                });
+            }
+        }
+        let mut links = Vec::with_capacity(plan.links.len());
+        for l in plan.links {
+            header.seeds.push((l.label.clone(), l.seed));
+            header.links.push((l.label.clone(), l.config.clone()));
+            let link = Link::new(&l.config, l.seed);
+            links.push(SimLink {
+                label: l.label,
+                to: l.to,
+                seed: l.seed,
+                config: l.config,
+                link,
+            });
+        }
+        Ok(Simulation {
+            header,
+            now: Instant::ZERO,
+            started: false,
+            queue: EventQueue::new(),
+            endpoints,
+            nodes: plan.nodes,
+            links,
+            link_out: Vec::new(),
+            tx_buf: Vec::new(),
+            capture: None,
+            pcap_skipped: 0,
+            events: 0,
+            stale_events: 0,
+            unroutable: 0,
+            event_limit: u64::MAX,
+            stop_generation: 0,
+            fault: None,
+        })
+    }
+
+    /// The master seed and every derived parameter; print it before running.
+    pub fn header(&self) -> &RunHeader {
+        &self.header
+    }
+
+    /// Records every datagram at `point` into a pcap file (in memory,
+    /// returned in the result).
+    pub fn capture_pcap(&mut self, point: CapturePoint) {
+        self.capture = Some((point, PcapWriter::new()));
+    }
+
+    /// Stops the run after this many processed events (a guard for tests
+    /// and sweeps; default unlimited).
+    pub fn set_event_limit(&mut self, limit: u64) {
+        self.event_limit = limit;
+    }
+
+    /// Installs (or with `None` removes) a drop predicate on the link
+    /// `label` (e.g. "drop the packet carrying TSN t"); see
+    /// `link::Link::set_drop_predicate`. Returns false if no link has that
+    /// label. May be called between `run_until` calls.
+    pub fn set_drop_predicate(&mut self, label: &str, predicate: Option<DropPredicate>) -> bool {
+        match self.links.iter_mut().find(|l| l.label == label) {
+            Some(slot) => {
+                slot.link.set_drop_predicate(predicate);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The labels of every link, in [`LinkId`] order.
+    pub fn link_labels(&self) -> impl Iterator<Item = &str> {
+        self.links.iter().map(|l| l.label.as_str())
+    }
+
+    /// The id of endpoint `side` of `flow`.
+    pub fn endpoint_id(&self, flow: FlowId, side: Side) -> EndpointId {
+        topology::endpoint_id(flow, side)
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Events processed so far (stale timer events excluded).
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The trace records collected so far from one endpoint.
+    pub fn records(&self, endpoint: EndpointId) -> &[Record] {
+        &self.endpoints[endpoint.0].records
+    }
+
+    /// The transport of one endpoint, for inspection between runs.
+    pub fn transport(&self, endpoint: EndpointId) -> &dyn Transport {
+        &*self.endpoints[endpoint.0].transport
+    }
+
+    /// Runs until virtual time `stop` (events due at `stop` that were
+    /// scheduled before this call still run), until nothing is left to do,
+    /// or until the event limit.
+    pub fn run_until(&mut self, stop: Instant) -> StopReason {
+        self.stop_generation += 1;
+        let generation = self.stop_generation;
+        self.queue
+            .push(stop.max(self.now), Event::Stop { generation });
+        self.run_loop()
+    }
+
+    /// Runs until no event is pending (or the event limit).
+    pub fn run_until_idle(&mut self) -> StopReason {
+        self.stop_generation += 1;
+        self.run_loop()
+    }
+
+    /// Runs until `stop` and returns everything recorded.
+    pub fn run(mut self, stop: Instant) -> RunResult {
+        let reason = self.run_until(stop);
+        self.finish(reason)
+    }
+
+    fn start(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let now = self.now;
+        for i in 0..self.endpoints.len() {
+            let id = EndpointId(i);
+            let ep = &mut self.endpoints[i];
+            let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
+            ep.app.on_start(&mut ctx);
+            self.drive(id, now);
+        }
+    }
+
+    fn run_loop(&mut self) -> StopReason {
+        self.start();
+        if let Some(f) = &self.fault {
+            return StopReason::Fault(f.clone());
+        }
+        while self.events < self.event_limit {
+            let Some((at, event)) = self.queue.pop() else {
+                return StopReason::Idle;
+            };
+            debug_assert!(at >= self.now, "event at {at} before now {}", self.now);
+            self.now = at;
+            match event {
+                Event::Stop { generation } => {
+                    if generation == self.stop_generation {
+                        return StopReason::StopTime;
+                    }
+                    self.stale_events += 1;
+                    continue;
+                }
+                Event::LinkExit { link, datagram } => self.link_exit(link, at, datagram),
+                Event::Local { endpoint, datagram } => self.deliver(endpoint, at, datagram),
+                Event::TransportTimer {
+                    endpoint,
+                    generation,
+                } => {
+                    let ep = &mut self.endpoints[endpoint.0];
+                    if generation != ep.timer_generation {
+                        self.stale_events += 1;
+                        continue;
+                    }
+                    ep.timer_at = None;
+                    ep.stats.timer_fires += 1;
+                    if ep.same_instant_fires.0 == at {
+                        ep.same_instant_fires.1 += 1;
+                        if ep.same_instant_fires.1 > MAX_SAME_INSTANT_FIRES {
+                            self.fault = Some(format!(
+                                "endpoint {} ({}): timer fired {MAX_SAME_INSTANT_FIRES} times at {at} without its deadline moving",
+                                endpoint.0, ep.addr
+                            ));
+                        }
+                    } else {
+                        ep.same_instant_fires = (at, 1);
+                    }
+                    ep.transport.handle_timeout(at);
+                    self.drive(endpoint, at);
+                }
+                Event::AppTimer {
+                    endpoint,
+                    generation,
+                } => {
+                    let ep = &mut self.endpoints[endpoint.0];
+                    if generation != ep.app_timer_generation {
+                        self.stale_events += 1;
+                        continue;
+                    }
+                    ep.app_timer = None;
+                    ep.app_timer_at = None;
+                    let mut ctx = AppCtx::new(at, endpoint, &mut *ep.transport, &mut ep.app_timer);
+                    ep.app.on_timer(&mut ctx);
+                    self.drive(endpoint, at);
+                }
+            }
+            self.events += 1;
+            if let Some(f) = &self.fault {
+                return StopReason::Fault(f.clone());
+            }
+        }
+        StopReason::EventLimit
+    }
+
+    /// The drive loop of `base::drive`, after an input has been fed to
+    /// `endpoint`'s transport (or its app has run): drain transmits, app
+    /// events (the app may send, which is new input, so drain again) and
+    /// trace records until a round produces nothing, then reschedule the
+    /// endpoint's timers. The socket driver in `net` runs the same loop.
+    fn drive(&mut self, id: EndpointId, now: Instant) {
+        let mut tx = std::mem::take(&mut self.tx_buf);
+        let mut rounds = 0u32;
+        loop {
+            let ep = &mut self.endpoints[id.0];
+            let mut progressed = false;
+            while let Some(d) = ep.transport.poll_transmit(now) {
+                tx.push(d);
+                progressed = true;
+            }
+            while let Some(event) = ep.transport.poll_app() {
+                progressed = true;
+                ep.stats.app_events += 1;
+                let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
+                ep.app.on_event(&mut ctx, event);
+            }
+            while let Some(r) = ep.transport.poll_trace() {
+                ep.records.push(r);
+            }
+            for d in tx.drain(..) {
+                self.emit(id, now, d);
+            }
+            if !progressed {
+                break;
+            }
+            rounds += 1;
+            if rounds >= MAX_DRIVE_ROUNDS {
+                self.fault = Some(format!(
+                    "endpoint {}: output still pending after {MAX_DRIVE_ROUNDS} drain rounds at {now}",
+                    id.0
+                ));
+                break;
+            }
+        }
+        self.tx_buf = tx;
+        self.reschedule(id, now);
+    }
+
+    /// Keeps exactly one pending timer event per endpoint and timer kind:
+    /// when the wanted deadline changed, bump the generation (which makes
+    /// the event already queued stale) and queue a new one.
+    fn reschedule(&mut self, id: EndpointId, now: Instant) {
+        let ep = &mut self.endpoints[id.0];
+        let want = ep.transport.poll_timeout();
+        if want != ep.timer_at {
+            ep.timer_generation += 1;
+            ep.timer_at = want;
+            if let Some(t) = want {
+                let generation = ep.timer_generation;
+                self.queue.push(
+                    t.max(now),
+                    Event::TransportTimer {
+                        endpoint: id,
+                        generation,
+                    },
+                );
+            }
+        }
+        let ep = &mut self.endpoints[id.0];
+        if ep.app_timer != ep.app_timer_at {
+            ep.app_timer_generation += 1;
+            ep.app_timer_at = ep.app_timer;
+            if let Some(t) = ep.app_timer {
+                let generation = ep.app_timer_generation;
+                self.queue.push(
+                    t.max(now),
+                    Event::AppTimer {
+                        endpoint: id,
+                        generation,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A datagram leaves endpoint `id`.
+    fn emit(&mut self, id: EndpointId, now: Instant, datagram: Datagram) {
+        let ep = &mut self.endpoints[id.0];
+        ep.stats.datagrams_sent += 1;
+        ep.stats.bytes_sent += datagram.payload.len() as u64;
+        let node = ep.node;
+        if let Some((CapturePoint::Send, w)) = &mut self.capture {
+            if w.write(now, &datagram).is_err() {
+                self.pcap_skipped += 1;
+            }
+        }
+        match &self.nodes[node] {
+            Node::Host { endpoints, uplink } => {
+                if let Some(&local) = endpoints.get(&datagram.dst) {
+                    self.queue.push(
+                        now,
+                        Event::Local {
+                            endpoint: local,
+                            datagram,
+                        },
+                    );
+                } else {
+                    let uplink = *uplink;
+                    self.send_on_link(uplink, now, datagram);
+                }
+            }
+            Node::Router { .. } => unreachable!("endpoints live on hosts"),
+        }
+    }
+
+    fn send_on_link(&mut self, link: LinkId, now: Instant, datagram: Datagram) {
+        self.links[link.0]
+            .link
+            .send(now, datagram, &mut self.link_out);
+        for (at, datagram) in self.link_out.drain(..) {
+            debug_assert!(
+                at >= now,
+                "link {} delivers into the past",
+                self.links[link.0].label
+            );
+            self.queue
+                .push(at.max(now), Event::LinkExit { link, datagram });
+        }
+    }
+
+    fn link_exit(&mut self, link: LinkId, now: Instant, datagram: Datagram) {
+        let node = self.links[link.0].to;
+        match &self.nodes[node] {
+            Node::Host { endpoints, .. } => match endpoints.get(&datagram.dst) {
+                Some(&ep) => self.deliver(ep, now, datagram),
+                None => self.unroutable += 1,
+            },
+            Node::Router { routes } => match routes.get(&datagram.dst) {
+                Some(&next) => self.send_on_link(next, now, datagram),
+                None => self.unroutable += 1,
+            },
+        }
+    }
+
+    fn deliver(&mut self, id: EndpointId, now: Instant, datagram: Datagram) {
+        if let Some((CapturePoint::Receive, w)) = &mut self.capture {
+            if w.write(now, &datagram).is_err() {
+                self.pcap_skipped += 1;
+            }
+        }
+        let ep = &mut self.endpoints[id.0];
+        ep.stats.datagrams_received += 1;
+        ep.stats.bytes_received += datagram.payload.len() as u64;
+        ep.transport.handle_datagram(now, datagram);
+        self.drive(id, now);
+    }
+
+    /// Ends the run: collects records, app reports, link statistics and the capture.
+    pub fn finish(self, stop: StopReason) -> RunResult {
+        let endpoints = self
+            .endpoints
+            .into_iter()
+            .enumerate()
+            .map(|(i, ep)| EndpointResult {
+                id: EndpointId(i),
+                flow: ep.flow,
+                side: ep.side,
+                addr: ep.addr,
+                peer: ep.peer,
+                seed: ep.seed,
+                established: ep.transport.is_established(),
+                closed: ep.transport.is_closed(),
+                records: ep.records,
+                app: ep.app.finish(),
+                stats: ep.stats,
+            })
+            .collect();
+        let links = self
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LinkResult {
+                id: LinkId(i),
+                label: l.label.clone(),
+                seed: l.seed,
+                config: l.config.clone(),
+                stats: l.link.stats().clone(),
+            })
+            .collect();
+        RunResult {
+            header: self.header,
+            stop,
+            end: self.now,
+            events: self.events,
+            stale_events: self.stale_events,
+            unroutable: self.unroutable,
+            endpoints,
+            links,
+            pcap: self.capture.map(|(_, w)| w.into_bytes()),
+            pcap_skipped: self.pcap_skipped,
+        }
+    }
+}

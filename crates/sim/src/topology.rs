@@ -1,0 +1,260 @@
+//! Topologies as data, and the network they build: hosts, routers and the
+//! links between them, with static routing by destination address.
+//!
+//! Addressing (documentation ranges only, RFC 5737; the simulator never
+//! touches a real network): flow `i` has endpoint A at `192.0.2.(i+1)` and
+//! endpoint B at `198.51.100.(i+1)`, both on the flow's UDP port (9899, the
+//! SCTP-over-UDP port of RFC 6951, unless the flow says otherwise).
+
+use crate::{EndpointId, FlowId, LinkId, Side};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use thinstream_base::Seed;
+use thinstream_link::LinkConfig;
+
+/// Most flows a topology can address (one host number per flow per side).
+pub const MAX_FLOWS: usize = 254;
+
+/// How the endpoints are connected.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Topology {
+    /// Two hosts joined by one link per direction; every A endpoint sits on
+    /// the left host, every B endpoint on the right host, so all flows share
+    /// both links.
+    TwoHost {
+        forward: LinkConfig,
+        reverse: LinkConfig,
+    },
+    /// N sender/receiver pairs behind two routers joined by a shared
+    /// bottleneck link per direction (the rate-limited drop-tail queue lives
+    /// in the bottleneck link's config).
+    Dumbbell(Dumbbell),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dumbbell {
+    /// Left router to right router (A side to B side).
+    pub bottleneck_forward: LinkConfig,
+    /// Right router to left router.
+    pub bottleneck_reverse: LinkConfig,
+    /// One entry per flow, in flow order.
+    pub access: Vec<Access>,
+}
+
+/// The access links of one dumbbell flow. Each config is instantiated once
+/// per direction (host to router and router to host), each with its own seed.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Access {
+    /// Between endpoint A and the left router.
+    pub a: LinkConfig,
+    /// Between endpoint B and the right router.
+    pub b: LinkConfig,
+}
+
+/// A topology that cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopologyError {
+    NoFlows,
+    TooManyFlows {
+        flows: usize,
+        max: usize,
+    },
+    /// The dumbbell lists a different number of access pairs than there are flows.
+    AccessCount {
+        flows: usize,
+        access: usize,
+    },
+    /// A link config failed validation (`label` names the link).
+    BadLink {
+        label: String,
+        error: String,
+    },
+}
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologyError::NoFlows => write!(f, "a simulation needs at least one flow"),
+            TopologyError::TooManyFlows { flows, max } => {
+                write!(f, "{flows} flows requested, at most {max} can be addressed")
+            }
+            TopologyError::AccessCount { flows, access } => write!(
+                f,
+                "the dumbbell has {access} access link pairs for {flows} flows; give one per flow"
+            ),
+            TopologyError::BadLink { label, error } => write!(f, "link {label}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
+
+/// The address of endpoint `side` of flow `flow` on UDP port `port`.
+pub fn endpoint_addr(flow: usize, side: Side, port: u16) -> SocketAddr {
+    // `flow < MAX_FLOWS` is checked by the builder, so the host part fits.
+    let host = u8::try_from(flow + 1).unwrap_or(u8::MAX);
+    let ip = match side {
+        Side::A => Ipv4Addr::new(192, 0, 2, host),
+        Side::B => Ipv4Addr::new(198, 51, 100, host),
+    };
+    SocketAddr::new(IpAddr::V4(ip), port)
+}
+
+/// A node of the built network.
+#[derive(Debug)]
+pub(crate) enum Node {
+    /// Hosts endpoints; sends everything through its one uplink.
+    Host {
+        endpoints: BTreeMap<SocketAddr, EndpointId>,
+        uplink: LinkId,
+    },
+    /// Forwards by destination address.
+    Router {
+        routes: BTreeMap<SocketAddr, LinkId>,
+    },
+}
+
+/// One link of the built network: where it goes and what it is.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkPlan {
+    pub label: String,
+    pub to: usize,
+    pub config: LinkConfig,
+    pub seed: Seed,
+}
+
+/// The built network before links are instantiated.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub nodes: Vec<Node>,
+    pub links: Vec<LinkPlan>,
+    /// Node of each endpoint, indexed by `EndpointId`.
+    pub endpoint_node: Vec<usize>,
+}
+
+/// Endpoint ids are `2 * flow` (side A) and `2 * flow + 1` (side B).
+pub(crate) fn endpoint_id(flow: FlowId, side: Side) -> EndpointId {
+    EndpointId(flow.0 * 2 + usize::from(side == Side::B))
+}
+
+pub(crate) fn plan(
+    topology: &Topology,
+    addrs: &[(SocketAddr, SocketAddr)],
+    master: Seed,
+) -> Result<Plan, TopologyError> {
+    let flows = addrs.len();
+    if flows == 0 {
+        return Err(TopologyError::NoFlows);
+    }
+    if flows > MAX_FLOWS {
+        return Err(TopologyError::TooManyFlows {
+            flows,
+            max: MAX_FLOWS,
+        });
+    }
+    let mut links = Vec::new();
+    let mut add_link = |label: String, from: usize, to: usize, config: &LinkConfig| {
+        let seed = master.derive(&label);
+        debug_assert_ne!(from, to);
+        links.push(LinkPlan {
+            label,
+            to,
+            config: config.clone(),
+            seed,
+        });
+        LinkId(links.len() - 1)
+    };
+    let mut endpoint_node = vec![0; flows * 2];
+    let nodes = match topology {
+        Topology::TwoHost { forward, reverse } => {
+            let fwd = add_link("link.forward".into(), 0, 1, forward);
+            let rev = add_link("link.reverse".into(), 1, 0, reverse);
+            let mut left = BTreeMap::new();
+            let mut right = BTreeMap::new();
+            for (i, (a, b)) in addrs.iter().enumerate() {
+                left.insert(*a, endpoint_id(FlowId(i), Side::A));
+                right.insert(*b, endpoint_id(FlowId(i), Side::B));
+                endpoint_node[endpoint_id(FlowId(i), Side::A).0] = 0;
+                endpoint_node[endpoint_id(FlowId(i), Side::B).0] = 1;
+            }
+            vec![
+                Node::Host {
+                    endpoints: left,
+                    uplink: fwd,
+                },
+                Node::Host {
+                    endpoints: right,
+                    uplink: rev,
+                },
+            ]
+        }
+        Topology::Dumbbell(d) => {
+            if d.access.len() != flows {
+                return Err(TopologyError::AccessCount {
+                    flows,
+                    access: d.access.len(),
+                });
+            }
+            // Nodes: A hosts 0..n, B hosts n..2n, left router 2n, right router 2n+1.
+            let (left, right) = (2 * flows, 2 * flows + 1);
+            let fwd = add_link(
+                "link.bottleneck.forward".into(),
+                left,
+                right,
+                &d.bottleneck_forward,
+            );
+            let rev = add_link(
+                "link.bottleneck.reverse".into(),
+                right,
+                left,
+                &d.bottleneck_reverse,
+            );
+            let mut nodes = Vec::with_capacity(2 * flows + 2);
+            let mut left_routes = BTreeMap::new();
+            let mut right_routes = BTreeMap::new();
+            let mut b_hosts = Vec::new();
+            for (i, (access, (a, b))) in d.access.iter().zip(addrs).enumerate() {
+                let a_up = add_link(format!("link.flow{i}.a.up"), i, left, &access.a);
+                let a_down = add_link(format!("link.flow{i}.a.down"), left, i, &access.a);
+                let b_up = add_link(format!("link.flow{i}.b.up"), flows + i, right, &access.b);
+                let b_down = add_link(format!("link.flow{i}.b.down"), right, flows + i, &access.b);
+                left_routes.insert(*a, a_down);
+                left_routes.insert(*b, fwd);
+                right_routes.insert(*b, b_down);
+                right_routes.insert(*a, rev);
+                let ea = endpoint_id(FlowId(i), Side::A);
+                let eb = endpoint_id(FlowId(i), Side::B);
+                endpoint_node[ea.0] = i;
+                endpoint_node[eb.0] = flows + i;
+                nodes.push(Node::Host {
+                    endpoints: BTreeMap::from([(*a, ea)]),
+                    uplink: a_up,
+                });
+                b_hosts.push(Node::Host {
+                    endpoints: BTreeMap::from([(*b, eb)]),
+                    uplink: b_up,
+                });
+            }
+            nodes.extend(b_hosts);
+            nodes.push(Node::Router {
+                routes: left_routes,
+            });
+            nodes.push(Node::Router {
+                routes: right_routes,
+            });
+            nodes
+        }
+    };
+    for l in &links {
+        l.config.validate().map_err(|e| TopologyError::BadLink {
+            label: l.label.clone(),
+            error: e.to_string(),
+        })?;
+    }
+    Ok(Plan {
+        nodes,
+        links,
+        endpoint_node,
+    })
+}
