@@ -1,1 +1,47 @@
-//! Metrics from trace records: latencies, retransmission statistics, overhead, throughput, fairness.
+//! Metrics from trace records: latencies, retransmission statistics,
+//! overhead, throughput, fairness.
+//!
+//! Everything is computed from [`thinstream_base::trace::Record`]s, joined
+//! on units (SCTP: one unit per DATA chunk; TCP: one unit per byte), never
+//! from payloads. The definitions follow the documents (spec §9):
+//!
+//! * ACK latency, transport- and application-layer delivery latency with
+//!   the one-way delay removed (002 §5.1.6, §5.1.9) — [`FlowAnalysis`],
+//!   [`LatencyKind`], [`OwdCorrection`];
+//! * statistics grouped by the number of retransmissions a message needed
+//!   (002 Fig. 5.6) — [`FlowAnalysis::by_retransmissions`];
+//! * retransmission reasons and spurious retransmissions (002 §5.1.6,
+//!   §5.3.4) — [`FlowAnalysis::reasons`], [`FlowAnalysis::spurious`],
+//!   [`FlowAnalysis::reason_table`];
+//! * loss estimation, Definitions 1 and 2 (002 §5.1.7) — [`FlowAnalysis::loss`];
+//! * transmission overhead, Definition 3 (002 §5.1.8) — [`FlowAnalysis::tohd`];
+//! * throughput per interval and Jain's fairness index (002 §5.2.5,
+//!   §5.3.6) — [`FlowAnalysis::throughput`], [`jain_index`];
+//! * message transfer time per loss position (003 §3) —
+//!   [`transfer_time_at_loss`], [`mtt_reduction`], [`mean_ci95`];
+//! * response time of request/echo transactions (001 §IV.A) — [`response_times`];
+//! * nearest-rank percentiles, CDFs ([`Cdf`]) and the JSON [`Summary`].
+//!
+//! Cost: building a [`FlowAnalysis`] is `O(r log r)` in the number of
+//! records; per-unit facts are kept per unit *range* (see `ranges`), so a
+//! bulk TCP flow costs per segment, not per byte.
+
+mod error;
+mod flow;
+mod ranges;
+mod stats;
+mod summary;
+mod transaction;
+
+pub use error::{MetricsError, Side};
+pub use flow::{
+    AnalysisOptions, AppSend, DuplicateReport, FlowAnalysis, FlowInput, LatencyKind, LossEstimate,
+    LossMethod, MessageOutcome, OwdCorrection, ReasonRow, RetransmissionGroup, RetransmittedPiece,
+    ThroughputSource,
+};
+pub use stats::{jain_index, mean_ci95, median, percentile_sorted, Cdf, CdfPoint, LatencyStats};
+pub use summary::{LatencyMs, RetransmissionRow, Summary};
+pub use transaction::{mtt_reduction, response_times, transfer_time_at_loss, ResponseSample};
+
+#[cfg(test)]
+mod tests;
