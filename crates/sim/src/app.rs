@@ -716,7 +716,7 @@ mod tests {
         assert_ne!(buf[HEADER_BYTES..], other[HEADER_BYTES..]);
     }
 
-    fn sent(id: u32, stream: u16, unordered: bool) -> SentMessage {
+    fn sent_msg(id: u32, stream: u16, unordered: bool) -> SentMessage {
         SentMessage {
             id,
             transport_id: u64::from(id),
@@ -740,15 +740,50 @@ mod tests {
         }
     }
 
+    // Stream framing compares byte digests: equal passes, a changed or missing byte fails.
+    #[test]
+    fn verify_stream_framing() {
+        let mut sent = StreamDigest::default();
+        sent.update(b"hello, ");
+        sent.update(b"world");
+        let mut source = SourceReport {
+            sent: vec![],
+            rejected: vec![],
+            waiting: 0,
+            streams: BTreeMap::from([(0, sent)]),
+            received: SinkReport::new(Framing::Message),
+        };
+        source.sent.push(sent_msg(0, 0, false));
+        let mut sink = SinkReport::new(Framing::Stream);
+        let mut got = StreamDigest::default();
+        // Different chunking, same bytes.
+        got.update(b"hel");
+        got.update(b"lo, world");
+        sink.streams.insert(0, got);
+        assert!(verify_delivery(&source, &sink, true).is_ok());
+        let mut short = StreamDigest::default();
+        short.update(b"hello, worl");
+        sink.streams.insert(0, short);
+        assert!(matches!(
+            verify_delivery(&source, &sink, true),
+            Err(DeliveryError::StreamDiffers { stream: 0, .. })
+        ));
+        assert!(verify_delivery(&source, &sink, false).is_ok());
+        let mut wrong = StreamDigest::default();
+        wrong.update(b"hellO, world");
+        sink.streams.insert(0, wrong);
+        assert!(verify_delivery(&source, &sink, true).is_err());
+    }
+
     // The checker accepts a correct delivery and names each kind of fault.
     #[test]
     fn verify_catches_each_fault() {
         let source = SourceReport {
             sent: vec![
-                sent(0, 0, false),
-                sent(1, 0, false),
-                sent(2, 1, true),
-                sent(3, 1, true),
+                sent_msg(0, 0, false),
+                sent_msg(1, 0, false),
+                sent_msg(2, 1, true),
+                sent_msg(3, 1, true),
             ],
             rejected: vec![],
             waiting: 0,

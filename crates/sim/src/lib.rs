@@ -14,6 +14,39 @@
 //! bytes. Every component's seed is derived from the master seed with a
 //! stable label ([`RunHeader`] lists them).
 //!
+//! A `Simulation` holds boxed transports and apps that need not be `Send`:
+//! to run many in parallel, build each one inside its worker thread (the
+//! [`RunResult`] it returns is `Send`).
+//!
+//! ```
+//! use thinstream_base::{Duration, Instant, Seed};
+//! use thinstream_link::LinkConfig;
+//! use thinstream_sim::toy::UnreliableDatagram;
+//! use thinstream_sim::{EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec, Side, Simulation, Sink, Topology};
+//!
+//! let path = LinkConfig::parse_netem("delay 50ms rate 10mbit").unwrap();
+//! let topology = Topology::TwoHost { forward: path.clone(), reverse: path };
+//! // One 100-byte message every 250 ms for ten seconds.
+//! let schedule = (0..40u64).map(|i| MessageSpec {
+//!     at: Instant::ZERO + Duration::from_millis(250) * i,
+//!     stream: 0,
+//!     bytes: 100,
+//!     unordered: false,
+//! });
+//! let transport = |s: &thinstream_sim::EndpointSetup| {
+//!     Box::new(UnreliableDatagram::new(s.local, s.peer)) as Box<dyn thinstream_base::Transport>
+//! };
+//! let flow = FlowSpec::new(
+//!     EndpointSpec::new(transport, MessageSource::new(schedule)),
+//!     EndpointSpec::new(transport, Sink::messages()),
+//! );
+//! let sim = Simulation::new(Seed(7), &topology, vec![flow]).unwrap();
+//! println!("{}", sim.header()); // master seed and every derived seed first
+//! let result = sim.run(Instant::from_secs(11));
+//! let sink = result.endpoint(FlowId(0), Side::B).app.received().unwrap();
+//! assert_eq!(sink.deliveries.len(), 40);
+//! ```
+//!
 //! [`Seed`]: thinstream_base::Seed
 
 pub mod app;

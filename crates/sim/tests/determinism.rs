@@ -119,6 +119,30 @@ fn pcap_matches_sent_datagrams() {
     assert_eq!(first_a.time, Instant::from_millis(3));
     assert_eq!(first_a.dst, result.endpoint(FlowId(0), Side::B).addr);
     assert_eq!(first_a.payload.len(), 12 + 90);
+    // Link statistics balance with what the endpoints sent and received.
+    let a_sent: u64 = result
+        .endpoints
+        .iter()
+        .filter(|e| e.side == Side::A)
+        .map(|e| e.stats.datagrams_sent)
+        .sum();
+    let b_received: u64 = result
+        .endpoints
+        .iter()
+        .filter(|e| e.side == Side::B)
+        .map(|e| e.stats.datagrams_received)
+        .sum();
+    let forward = &result.link("link.forward").unwrap().stats;
+    assert_eq!(forward.offered.packets, a_sent);
+    assert_eq!(forward.delivered.packets, b_received);
+    assert_eq!(
+        forward.offered.packets,
+        forward.delivered.packets + forward.dropped_total().packets
+    );
+    assert!(
+        forward.dropped_total().packets > 0,
+        "a 10% loss link dropped nothing"
+    );
     // A receive-side capture sees fewer packets on a lossy path.
     let rx = lossy_run(seed, CapturePoint::Receive);
     let received: u64 = rx

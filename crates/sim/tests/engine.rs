@@ -500,3 +500,44 @@ fn bad_topologies_are_errors() {
         thinstream_sim::TopologyError::NoFlows
     );
 }
+
+// A drop predicate installed by link label drops exactly the chosen datagram; the toy repairs it.
+#[test]
+fn drop_predicate_by_link_label() {
+    let seed = test_seed(9);
+    let _r = Reproduce(seed);
+    let topology = Topology::TwoHost {
+        forward: link(10, None),
+        reverse: link(10, None),
+    };
+    let flow = FlowSpec::new(
+        stop_and_wait_endpoint(
+            Duration::from_millis(100),
+            MessageSource::new(periodic(Instant::ZERO, Duration::from_millis(200), 3, 30)),
+        ),
+        stop_and_wait_endpoint(Duration::from_millis(100), Sink::messages()),
+    );
+    let mut sim = Simulation::new(seed, &topology, vec![flow]).unwrap();
+    assert!(!sim.set_drop_predicate("link.nowhere", None));
+    let mut seen = 0;
+    // Drop the second datagram offered to the forward link (message 1's first copy).
+    assert!(sim.set_drop_predicate(
+        "link.forward",
+        Some(Box::new(move |_d: &Datagram| {
+            seen += 1;
+            seen == 2
+        }))
+    ));
+    let result = sim.run(ms(2000));
+    let sink = result.endpoint(FlowId(0), Side::B).app.received().unwrap();
+    let times: Vec<Instant> = sink.deliveries.iter().map(|d| d.time).collect();
+    // Message 1 sent at 200 ms is lost, retransmitted at 300 ms, arrives at 310 ms.
+    assert_eq!(times, vec![ms(10), ms(310), ms(410)]);
+    let forward = &result.link("link.forward").unwrap().stats;
+    assert_eq!(
+        forward
+            .dropped(thinstream_link::DropCause::Predicate)
+            .packets,
+        1
+    );
+}
