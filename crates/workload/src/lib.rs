@@ -42,21 +42,21 @@
 //!   the receiving side writes each complete message back, same size, same
 //!   stream/connection, same `unordered` flag, as soon as it is delivered.
 
-//TMP pub mod bulk;
-//TMP pub mod bursts;
-//TMP pub mod config;
+pub mod bulk;
+pub mod bursts;
+pub mod config;
 pub mod dist;
-//TMP pub mod echo;
+pub mod echo;
 mod error;
-//TMP pub mod http;
+pub mod http;
 pub mod profiles;
 pub mod serde_duration;
 pub mod thin;
-//TMP pub mod trace;
+pub mod trace;
 
-//TMP pub use config::{PeerBehaviour, WorkloadConfig};
+pub use config::{PeerBehaviour, WorkloadConfig};
 pub use error::WorkloadError;
-//TMP pub use http::{Flow, HttpClient, HttpCrossTraffic};
+pub use http::{Flow, HttpClient, HttpCrossTraffic};
 pub use profiles::ProfileName;
 
 use thinstream_base::Instant;

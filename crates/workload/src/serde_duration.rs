@@ -12,6 +12,8 @@ use std::fmt;
 use thinstream_base::Duration;
 
 /// Exact text for a duration (`"250ms"`, `"1500us"`, `"7ns"`).
+// `%` rather than `is_multiple_of`: the workspace supports Rust 1.80.
+#[allow(clippy::manual_is_multiple_of)]
 pub fn to_text(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns != 0 && ns % 1_000_000_000 == 0 {
