@@ -250,6 +250,15 @@ pub struct SourceReport {
     pub received: SinkReport,
 }
 
+impl SourceReport {
+    /// `(transport message id, time the schedule wanted it sent)` for every
+    /// accepted message: the application send times a metric needs to
+    /// count time spent waiting for the transport (`metrics::AppSend`).
+    pub fn app_send_times(&self) -> impl Iterator<Item = (u64, Instant)> + '_ {
+        self.sent.iter().map(|m| (m.transport_id, m.due))
+    }
+}
+
 /// Sends the messages of a schedule at their times; records what it sent
 /// and what it received. Messages that cannot be sent yet (not connected,
 /// buffer full) wait in order and go out on `Established`/`Writable`.
