@@ -16,7 +16,7 @@ pub use config::{
 };
 pub use error::LinkConfigError;
 pub use link::{DropPredicate, Link, SendReport};
-pub use stats::{Counter, DropCause, LinkStats};
+pub use stats::{Counter, DropCause, DropCounters, LinkStats};
 
 #[cfg(test)]
 mod tests;

@@ -35,7 +35,7 @@ use crate::config::{
 };
 use crate::error::LinkConfigError;
 use crate::units_serde::{
-    bitrate_text, duration_text, parse_duration_with_unit, parse_probability,
+    bitrate_text, duration_text, parse_duration_with_unit, parse_probability, percent_text,
 };
 use thinstream_base::{Bitrate, Duration, Instant, Probability};
 
@@ -536,23 +536,4 @@ impl LinkConfig {
         }
         parts.join(" ")
     }
-}
-
-/// A percentage that reads back to exactly the same probability.
-fn percent_text(p: Probability) -> String {
-    let pct = p.get() * 100.0;
-    let exact = |s: &str| s.parse::<f64>().is_ok_and(|v| v / 100.0 == p.get());
-    let shortest = format!("{pct}");
-    if exact(&shortest) {
-        return format!("{shortest}%");
-    }
-    for digits in 0..=20 {
-        let s = format!("{pct:.digits$}");
-        if exact(&s) {
-            return format!("{s}%");
-        }
-    }
-    // Division by 100 can skip a rare value; then the shortest text is the
-    // closest one, off by one unit in the last place.
-    format!("{shortest}%")
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Packets and payload bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counter {
     pub packets: u64,
     pub bytes: u64,
@@ -18,7 +18,10 @@ impl Counter {
 
 /// Why a datagram was dropped. Listed in pipeline order: when several stages
 /// would drop the same packet, the first one gets the blame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum DropCause {
     /// Offered during an outage window.
     Outage,
@@ -58,10 +61,6 @@ impl DropCause {
             DropCause::QueueOverflow => "queue-overflow",
         }
     }
-
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
 impl fmt::Display for DropCause {
@@ -74,13 +73,14 @@ impl fmt::Display for DropCause {
 /// UDP payload), without the bottleneck's overhead.
 ///
 /// Balance: `offered + duplicated = delivered + dropped_total()`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LinkStats {
     /// Datagrams handed to [`crate::Link::send`].
     pub offered: Counter,
     /// Copies handed back with an arrival time (duplicates included).
     pub delivered: Counter,
-    dropped: [Counter; 7],
+    /// Drops by cause; also readable through [`LinkStats::dropped`].
+    pub drops: DropCounters,
     /// Extra copies made by duplication (each also counts in `delivered`
     /// or, if the queue refused it, in queue-overflow drops).
     pub duplicated: u64,
@@ -94,21 +94,22 @@ pub struct LinkStats {
 impl LinkStats {
     /// Drops blamed on one cause.
     pub fn dropped(&self, cause: DropCause) -> Counter {
-        self.dropped[cause.index()]
+        *self.drops.get(cause)
     }
 
     /// All drops.
     pub fn dropped_total(&self) -> Counter {
-        self.dropped
-            .iter()
-            .fold(Counter::default(), |a, c| Counter {
+        DropCause::ALL.iter().fold(Counter::default(), |a, c| {
+            let c = self.dropped(*c);
+            Counter {
                 packets: a.packets + c.packets,
                 bytes: a.bytes + c.bytes,
-            })
+            }
+        })
     }
 
     pub(crate) fn record_drop(&mut self, cause: DropCause, bytes: usize) {
-        self.dropped[cause.index()].add(bytes);
+        self.drops.get_mut(cause).add(bytes);
     }
 }
 
@@ -133,5 +134,43 @@ impl fmt::Display for LinkStats {
             write!(f, " ({})", causes.join(", "))?;
         }
         Ok(())
+    }
+}
+
+/// Drops, one counter per [`DropCause`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DropCounters {
+    pub outage: Counter,
+    pub predicate: Counter,
+    pub listed: Counter,
+    pub periodic: Counter,
+    pub trace: Counter,
+    pub loss_model: Counter,
+    pub queue_overflow: Counter,
+}
+
+impl DropCounters {
+    pub fn get(&self, cause: DropCause) -> &Counter {
+        match cause {
+            DropCause::Outage => &self.outage,
+            DropCause::Predicate => &self.predicate,
+            DropCause::Listed => &self.listed,
+            DropCause::Periodic => &self.periodic,
+            DropCause::Trace => &self.trace,
+            DropCause::LossModel => &self.loss_model,
+            DropCause::QueueOverflow => &self.queue_overflow,
+        }
+    }
+
+    fn get_mut(&mut self, cause: DropCause) -> &mut Counter {
+        match cause {
+            DropCause::Outage => &mut self.outage,
+            DropCause::Predicate => &mut self.predicate,
+            DropCause::Listed => &mut self.listed,
+            DropCause::Periodic => &mut self.periodic,
+            DropCause::Trace => &mut self.trace,
+            DropCause::LossModel => &mut self.loss_model,
+            DropCause::QueueOverflow => &mut self.queue_overflow,
+        }
     }
 }

@@ -642,3 +642,234 @@ fn new_panics_on_an_invalid_config() {
     };
     let _ = Link::new(&c, Seed(1));
 }
+
+// Stats serialise (results store) and print readably.
+#[test]
+fn stats_serialise_and_display() {
+    let (_, s) = rich_run(5);
+    let text = toml::to_string(&s).unwrap();
+    assert!(text.contains("[drops.loss_model]"), "{text}");
+    let back: LinkStats = toml::from_str(&text).unwrap();
+    assert_eq!(back, s);
+    let shown = s.to_string();
+    assert!(shown.starts_with(&format!(
+        "offered {} delivered {}",
+        s.offered.packets, s.delivered.packets
+    )));
+    assert!(shown.contains("loss-model="), "{shown}");
+}
+
+/// A random but valid config drawn from `r`, covering every part.
+fn random_config(r: &mut thinstream_base::Rng) -> LinkConfig {
+    let p = |r: &mut thinstream_base::Rng, max: f64| Probability::new(r.next_f64() * max).unwrap();
+    let dur =
+        |r: &mut thinstream_base::Rng, max_us: u64| Duration::from_micros(r.below(max_us + 1));
+    let mut c = LinkConfig {
+        delay: dur(r, 80_000),
+        ..LinkConfig::default()
+    };
+    if r.chance(0.5) {
+        c.jitter = Some(Jitter {
+            spread: dur(r, 30_000),
+            distribution: if r.chance(0.5) {
+                JitterDistribution::Uniform
+            } else {
+                JitterDistribution::Normal
+            },
+            allow_reordering: r.chance(0.3),
+        });
+    }
+    if r.chance(0.3) {
+        c.reorder = Some(Reorder {
+            probability: p(r, 0.3),
+            gap: 1 + r.below(5) as u32,
+            hold: r
+                .chance(0.5)
+                .then(|| Duration::from_micros(1 + r.below(20_000))),
+        });
+    }
+    c.loss = match r.below(3) {
+        0 => None,
+        1 => Some(LossModel::Bernoulli { p: p(r, 0.3) }),
+        _ => Some(LossModel::GilbertElliott {
+            p: p(r, 0.2),
+            r: p(r, 1.0),
+            loss_in_bad: p(r, 1.0),
+            loss_in_good: p(r, 0.1),
+        }),
+    };
+    if r.chance(0.3) {
+        c.drop_packets = (0..r.below(5)).map(|_| 1 + r.below(300)).collect();
+    }
+    if r.chance(0.3) {
+        let every = 1 + r.below(30);
+        c.drop_every = Some(match r.below(3) {
+            0 => PeriodicDrop::Fixed {
+                every,
+                first: 1 + r.below(40),
+            },
+            1 => PeriodicDrop::RandomPhase { every },
+            _ => PeriodicDrop::OnePerBlock { every },
+        });
+    }
+    if r.chance(0.3) {
+        let pattern: String = (0..1 + r.below(40))
+            .map(|_| if r.chance(0.2) { '1' } else { '0' })
+            .collect();
+        c.loss_trace = Some(LossTrace {
+            pattern,
+            repeat: r.chance(0.5),
+        });
+    }
+    if r.chance(0.2) {
+        c.outages.push(Outage {
+            start: Instant::from_micros(r.below(1_000_000)),
+            duration: dur(r, 200_000),
+        });
+    }
+    if r.chance(0.5) {
+        c.bottleneck = Some(Bottleneck {
+            rate: Bitrate(10_000 + r.below(20_000_000)),
+            overhead_bytes: r.below(60) as i32 - 10,
+            limit_packets: r.chance(0.7).then(|| r.below(50) as u32),
+            limit_bytes: r.chance(0.3).then(|| r.below(100_000)),
+        });
+    }
+    if r.chance(0.3) {
+        c.duplicate = Some(p(r, 0.2));
+    }
+    if r.chance(0.3) {
+        c.corrupt = Some(p(r, 0.2));
+    }
+    c
+}
+
+// For many random configs: text and TOML round trips, arrivals never
+// before the send time, the stats balance, and order is kept unless
+// reordering was asked for.
+#[test]
+fn random_configs_keep_the_invariants() {
+    let mut r = Seed(2024).rng();
+    for case in 0..300 {
+        let c = random_config(&mut r);
+        c.validate()
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{c:?}"));
+        let text = c.to_netem();
+        assert_eq!(
+            LinkConfig::parse_netem(&text).unwrap(),
+            c,
+            "case {case}: {text}"
+        );
+        let back: LinkConfig = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c, "case {case}");
+
+        let mut l = Link::new(&c, Seed(case));
+        let mut out = Vec::new();
+        let mut t = Instant::ZERO;
+        for i in 0..400u32 {
+            t += Duration::from_micros(r.below(5_000));
+            let before = out.len();
+            let len = r.below(1400) as usize;
+            let report = l.send_report(t, dgram(i, len), &mut out);
+            assert_eq!(
+                usize::from(report.delivered),
+                out.len() - before,
+                "case {case}"
+            );
+            assert!(out[before..].iter().all(|(a, _)| *a >= t), "case {case}");
+        }
+        let s = l.stats();
+        assert_balanced(s);
+        assert_eq!(s.offered.packets, 400);
+        let may_reorder =
+            c.reorder.is_some() || c.jitter.as_ref().is_some_and(|j| j.allow_reordering);
+        if !may_reorder {
+            assert_eq!(s.reordered, 0, "case {case}: {text}");
+            assert!(
+                out.windows(2).all(|w| w[0].0 <= w[1].0),
+                "case {case}: {text}"
+            );
+        }
+    }
+}
+
+// parse_netem never panics, whatever the words.
+#[test]
+fn parse_netem_never_panics() {
+    let words = [
+        "delay",
+        "latency",
+        "loss",
+        "random",
+        "gemodel",
+        "state",
+        "duplicate",
+        "corrupt",
+        "reorder",
+        "gap",
+        "hold",
+        "rate",
+        "limit",
+        "limit-bytes",
+        "distribution",
+        "normal",
+        "pareto",
+        "jitter-reorders",
+        "drop-packets",
+        "drop-every",
+        "first",
+        "random-phase",
+        "one-per-block",
+        "loss-trace",
+        "repeat",
+        "outage",
+        "5%",
+        "0%",
+        "100%",
+        "250%",
+        "-3%",
+        "%",
+        "0.5",
+        "10ms",
+        "0ms",
+        "1s",
+        "-5ms",
+        "ms",
+        "10",
+        "0",
+        "-4",
+        "18446744073709551616",
+        "1,2,3",
+        ",",
+        "0101",
+        "10mbit",
+        "0bit",
+        "1e400%",
+        "NaN%",
+        "inf",
+        "µs",
+        "5us",
+        "ecn",
+        "slot",
+        "",
+    ];
+    let mut r = Seed(7).rng();
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let n = r.below(8) as usize;
+        let text: Vec<&str> = (0..n)
+            .map(|_| words[r.below(words.len() as u64) as usize])
+            .collect();
+        let text = text.join(" ");
+        if let Ok(c) = LinkConfig::parse_netem(&text) {
+            accepted += 1;
+            // Whatever was accepted can be built and written back.
+            Link::try_new(&c, Seed(1)).unwrap();
+            assert_eq!(LinkConfig::parse_netem(&c.to_netem()).unwrap(), c, "{text}");
+        }
+    }
+    assert!(
+        accepted > 100,
+        "the vocabulary should produce some valid texts: {accepted}"
+    );
+}

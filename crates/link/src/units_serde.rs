@@ -58,12 +58,7 @@ pub(crate) fn parse_duration_with_unit(text: &str) -> Result<Duration, String> {
 pub(crate) fn parse_probability(text: &str, allow_fraction: bool) -> Result<Probability, String> {
     let t = text.trim();
     let value = match t.strip_suffix('%') {
-        Some(num) => num
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .map(|v| v / 100.0),
+        Some(num) => percent_to_fraction(num.trim()).filter(|v| v.is_finite()),
         None if allow_fraction => t.parse::<f64>().ok().filter(|v| v.is_finite()),
         None => {
             return Err(format!(
@@ -74,6 +69,42 @@ pub(crate) fn parse_probability(text: &str, allow_fraction: bool) -> Result<Prob
     };
     let v = value.ok_or_else(|| format!("cannot read {t:?}: expected a percentage such as 5%"))?;
     Probability::new(v).ok_or_else(|| format!("{t:?} is not between 0% and 100%"))
+}
+
+/// `"12.5"` (percent) to 0.125 by moving the decimal point in the text, so
+/// the result is the correctly rounded value of the exact decimal; dividing
+/// a parsed float by 100 would round twice and could not reach every value.
+/// Text with an exponent falls back to that division.
+fn percent_to_fraction(num: &str) -> Option<f64> {
+    let plain = num.bytes().filter(|b| *b == b'.').count() <= 1
+        && num.bytes().any(|b| b.is_ascii_digit())
+        && num.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if !plain {
+        return num.parse::<f64>().ok().map(|v| v / 100.0);
+    }
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let int = format!("{int:0>2}");
+    let (hi, lo) = int.split_at(int.len() - 2);
+    let hi = if hi.is_empty() { "0" } else { hi };
+    format!("{hi}.{lo}{frac}").parse().ok()
+}
+
+/// A probability as a percentage that [`parse_probability`] reads back to
+/// exactly the same value: the shortest decimal of the fraction, with the
+/// decimal point moved two places.
+pub(crate) fn percent_text(p: Probability) -> String {
+    let fraction = format!("{}", p.get());
+    let (int, frac) = fraction.split_once('.').unwrap_or((&fraction, ""));
+    let frac = format!("{frac:0<2}");
+    let (moved, rest) = frac.split_at(2);
+    let int = format!("{int}{moved}");
+    let int = int.trim_start_matches('0');
+    let int = if int.is_empty() { "0" } else { int };
+    if rest.is_empty() {
+        format!("{int}%")
+    } else {
+        format!("{int}.{rest}%")
+    }
 }
 
 pub(crate) mod duration {
@@ -255,5 +286,35 @@ mod tests {
         assert_eq!(parse_probability("5%", false).unwrap().get(), 0.05);
         assert!(parse_probability("150%", false).is_err());
         assert!(parse_probability("NaN%", false).is_err());
+        assert_eq!(parse_probability("12.5%", false).unwrap().get(), 0.125);
+        assert_eq!(parse_probability("100%", false).unwrap().get(), 1.0);
+        assert_eq!(parse_probability("1e1%", false).unwrap().get(), 0.1);
+    }
+
+    // Percent text reads back bit for bit, including values that x / 100
+    // cannot produce from any decimal x.
+    #[test]
+    fn percent_text_is_exact() {
+        let mut r = thinstream_base::Seed(1).rng();
+        let fixed = [
+            0.0,
+            1.0,
+            0.05,
+            0.001,
+            0.125,
+            0.012770682353886297,
+            1e-9,
+            0.999_999_999,
+        ];
+        let random = (0..10_000).map(|_| r.next_f64());
+        for v in fixed.into_iter().chain(random) {
+            let p = Probability::new(v).unwrap();
+            let text = percent_text(p);
+            assert_eq!(parse_probability(&text, false).unwrap(), p, "{v} -> {text}");
+        }
+        assert_eq!(percent_text(Probability::new(0.05).unwrap()), "5%");
+        assert_eq!(percent_text(Probability::new(0.001).unwrap()), "0.1%");
+        assert_eq!(percent_text(Probability::ONE), "100%");
+        assert_eq!(percent_text(Probability::ZERO), "0%");
     }
 }
