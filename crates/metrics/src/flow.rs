@@ -224,6 +224,20 @@ pub struct LossEstimate {
     pub counted: u64,
 }
 
+impl LossEstimate {
+    /// Eq. 5.1 from packet counts obtained elsewhere, e.g. the link's own
+    /// statistics (packets offered and delivered by the simulated link).
+    /// `None` if nothing was sent.
+    pub fn from_counts(sent: u64, received: u64) -> Option<LossEstimate> {
+        (sent > 0).then(|| LossEstimate {
+            method: LossMethod::SenderAndReceiver,
+            rate: sent.saturating_sub(received) as f64 / sent as f64,
+            sent,
+            counted: received,
+        })
+    }
+}
+
 /// What a throughput series counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -791,13 +805,7 @@ impl FlowAnalysis {
     /// Loss of the data direction: eq. 5.1 with a receiver trace, else eq. 5.2.
     pub fn loss(&self) -> Option<LossEstimate> {
         match self.receiver {
-            Some(r) => (self.sender.packets_sent > 0).then(|| LossEstimate {
-                method: LossMethod::SenderAndReceiver,
-                rate: self.sender.packets_sent.saturating_sub(r.packets_received) as f64
-                    / self.sender.packets_sent as f64,
-                sent: self.sender.packets_sent,
-                counted: r.packets_received,
-            }),
+            Some(r) => LossEstimate::from_counts(self.sender.packets_sent, r.packets_received),
             None => (self.sender.data_packets_sent > 0).then(|| LossEstimate {
                 method: LossMethod::SenderOnly,
                 rate: self.sender.retransmission_packets as f64
@@ -811,13 +819,7 @@ impl FlowAnalysis {
     /// Loss of the feedback direction (receiver → sender), eq. 5.1; needs the receiver trace.
     pub fn reverse_loss(&self) -> Option<LossEstimate> {
         let r = self.receiver?;
-        (r.packets_sent > 0).then(|| LossEstimate {
-            method: LossMethod::SenderAndReceiver,
-            rate: r.packets_sent.saturating_sub(self.sender.packets_received) as f64
-                / r.packets_sent as f64,
-            sent: r.packets_sent,
-            counted: self.sender.packets_received,
-        })
+        LossEstimate::from_counts(r.packets_sent, self.sender.packets_received)
     }
 
     /// Bytes per interval `[from + k·interval, from + (k+1)·interval)` for

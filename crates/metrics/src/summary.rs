@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use thinstream_base::trace::TxReason;
 use thinstream_base::Duration;
 
-use crate::flow::{FlowAnalysis, LatencyKind};
+use crate::flow::{FlowAnalysis, LatencyKind, LossMethod};
 use crate::stats::LatencyStats;
 
 fn ms(d: Duration) -> f64 {
@@ -89,45 +89,104 @@ pub struct Summary {
 impl Summary {
     /// Summarises `flow` with the latency kind of its options.
     pub fn of(flow: &FlowAnalysis) -> Summary {
-        let kind = flow.options().summary_latency;
-        let by_retransmissions = flow
-            .by_retransmissions(kind)
-            .iter()
-            .map(|g| RetransmissionRow {
-                retransmissions: g.retransmissions,
-                or_more: g.or_more,
-                count: g.stats.map_or(0, |s| s.count),
-                mean_ms: g.stats.map(|s| s.mean_ms()),
-                p50_ms: g.stats.map(|s| ms(s.p50)),
-                p99_ms: g.stats.map(|s| ms(s.p99)),
-                max_ms: g.stats.map(|s| ms(s.max)),
+        Summary::pooled([flow], flow.options().summary_latency)
+    }
+
+    /// One summary for several flows of a variant (e.g. the parallel thin
+    /// streams of 002 §5.2.1): latency samples are pooled before the
+    /// statistics are taken; counts, bytes and packets are summed, so `tohd`
+    /// is `Σ(ω − unique) / Σω` and the loss rate uses the summed packet
+    /// counts. The loss rate is `null` if the flows mix eq. 5.1 and eq. 5.2;
+    /// `delivered` and `spurious` are `null` if any flow lacks what they need.
+    pub fn pooled<'a>(
+        flows: impl IntoIterator<Item = &'a FlowAnalysis>,
+        kind: LatencyKind,
+    ) -> Summary {
+        let flows: Vec<&FlowAnalysis> = flows.into_iter().collect();
+        let mut all: Vec<u64> = Vec::new();
+        let mut groups: [Vec<u64>; 4] = Default::default();
+        let mut messages = 0u64;
+        let mut delivered = Some(0u64);
+        let mut abandoned = 0u64;
+        let mut spurious = Some(0u64);
+        let mut reasons: BTreeMap<TxReason, u64> = TxReason::ALL.iter().map(|r| (*r, 0)).collect();
+        let (mut omega, mut unique) = (0u64, 0u64);
+        let mut loss: Option<(LossMethod, u64, u64)> = None;
+        let mut loss_known = true;
+        for f in &flows {
+            for (m, l) in f.latencies(kind) {
+                all.push(l.as_nanos());
+                groups[(m.retransmissions as usize).min(3)].push(l.as_nanos());
+            }
+            messages += f.messages().len() as u64;
+            abandoned += f.messages().iter().filter(|m| m.abandoned).count() as u64;
+            delivered = delivered
+                .zip(f.has_receiver_trace().then_some(()))
+                .map(|(d, ())| {
+                    d + f
+                        .messages()
+                        .iter()
+                        .filter(|m| m.delivered.is_some())
+                        .count() as u64
+                });
+            spurious = spurious.zip(f.spurious()).map(|(a, b)| a + b);
+            for (r, c) in f.reasons() {
+                *reasons.entry(*r).or_insert(0) += c;
+            }
+            omega += f.payload_bytes_sent();
+            unique += f.unique_bytes_sent().min(f.payload_bytes_sent());
+            match (f.loss(), loss) {
+                (None, _) => {}
+                (Some(l), None) => loss = Some((l.method, l.sent, l.counted)),
+                (Some(l), Some((m, s, c))) if l.method == m => {
+                    loss = Some((m, s + l.sent, c + l.counted))
+                }
+                (Some(_), Some(_)) => loss_known = false,
+            }
+        }
+        let stats = |mut v: Vec<u64>| {
+            v.sort_unstable();
+            LatencyStats::from_sorted_nanos(&v)
+        };
+        let by_retransmissions = groups
+            .into_iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let s = stats(g);
+                RetransmissionRow {
+                    retransmissions: i as u32,
+                    or_more: i == 3,
+                    count: s.map_or(0, |s| s.count),
+                    mean_ms: s.map(|s| s.mean_ms()),
+                    p50_ms: s.map(|s| ms(s.p50)),
+                    p99_ms: s.map(|s| ms(s.p99)),
+                    max_ms: s.map(|s| ms(s.max)),
+                }
             })
             .collect();
-        let reasons = TxReason::ALL
-            .iter()
-            .map(|r| {
-                (
-                    r.name().to_string(),
-                    flow.reasons().get(r).copied().unwrap_or(0),
-                )
-            })
-            .collect();
+        let loss_rate = match loss {
+            Some((LossMethod::SenderAndReceiver, sent, received)) if loss_known && sent > 0 => {
+                Some(sent.saturating_sub(received) as f64 / sent as f64)
+            }
+            Some((LossMethod::SenderOnly, sent, rtx)) if loss_known && sent > 0 => {
+                Some(rtx as f64 / sent as f64)
+            }
+            _ => None,
+        };
         Summary {
-            messages: flow.messages().len() as u64,
-            delivered: flow.has_receiver_trace().then(|| {
-                flow.messages()
-                    .iter()
-                    .filter(|m| m.delivered.is_some())
-                    .count() as u64
-            }),
-            abandoned: flow.messages().iter().filter(|m| m.abandoned).count() as u64,
+            messages,
+            delivered: if flows.is_empty() { None } else { delivered },
+            abandoned,
             latency: kind,
-            latency_ms: flow.latency_stats(kind).as_ref().map(LatencyMs::from),
+            latency_ms: stats(all).as_ref().map(LatencyMs::from),
             by_retransmissions,
-            reasons,
-            spurious: flow.spurious(),
-            tohd: flow.tohd(),
-            loss_rate: flow.loss().map(|l| l.rate),
+            reasons: reasons
+                .into_iter()
+                .map(|(r, c)| (r.name().to_string(), c))
+                .collect(),
+            spurious: if flows.is_empty() { None } else { spurious },
+            tohd: (omega > 0).then(|| (omega - unique) as f64 / omega as f64),
+            loss_rate,
         }
     }
 

@@ -135,6 +135,11 @@ fn latencies_with_min_observed_owd() {
     assert_eq!(m1.retransmissions, 1);
     assert_eq!(m1.arrived, Some(t(320)));
     assert_eq!(f.owd_for(m1), ms(20));
+    // Feedback direction: the receiver sent 3 SACK packets, the sender received all 3.
+    assert_eq!(
+        f.reverse_loss().map(|l| (l.sent, l.counted, l.rate)),
+        Some((3, 3, 0.0))
+    );
     // MTT of the dropped unit 1 (003 §3): 320 − 100, no OWD removed.
     assert_eq!(transfer_time_at_loss(&f, 1), Some(ms(220)));
     assert_eq!(f.message_at_unit(2).map(|m| m.message), Some(2));
@@ -254,6 +259,19 @@ fn tohd_and_loss() {
         (loss.method, loss.sent, loss.counted),
         (LossMethod::SenderOnly, 105, 5)
     );
+    // This receiver trace sent no packets, so the feedback direction has no estimate.
+    assert_eq!(
+        FlowAnalysis::new(&s, Some(&r), opts(OwdCorrection::None))
+            .unwrap()
+            .reverse_loss(),
+        None
+    );
+    // Link statistics: 200 offered, 190 delivered.
+    assert_eq!(
+        LossEstimate::from_counts(200, 190).map(|l| l.rate),
+        Some(10.0 / 200.0)
+    );
+    assert_eq!(LossEstimate::from_counts(0, 0), None);
     // Nothing sent: no tohd, no loss estimate.
     let f = FlowAnalysis::new(&[], None, opts(OwdCorrection::None)).unwrap();
     assert_eq!((f.tohd(), f.loss()), (None, None));
@@ -299,6 +317,7 @@ fn spurious_retransmissions_from_the_receiver_trace() {
     let (s, r) = spurious_trace();
     let f = FlowAnalysis::new(&s, Some(&r), opts(OwdCorrection::None)).unwrap();
     assert_eq!(f.spurious(), Some(2));
+    assert!(f.reverse_loss().is_none());
     let by = f.spurious_by_reason().unwrap();
     assert_eq!(by.get(&TxReason::TimeoutRetransmit), Some(&1));
     assert_eq!(by.get(&TxReason::RedundantBundle), Some(&1));
@@ -775,4 +794,71 @@ fn thirty_thousand_messages() {
     assert_eq!(sum.by_retransmissions[1].max_ms, Some(200.0));
     assert_eq!(sum.reasons["timeout-rtx"], 1_500);
     assert_eq!(sum.spurious, Some(0));
+}
+
+// Pooling two flows: the head-of-line flow (application latencies 0, 200, 100 ms; ω 400,
+// unique 300; 4 packets sent, 3 received) and the tohd flow of 100 messages (latencies
+// all 0 with its own OWD of 7 ms; ω 10 500, unique 10 000; 105 sent, 100 received).
+// Pooled: 103 messages; tohd = (100 + 500) / (400 + 10 500); loss = (1 + 5) / (4 + 105);
+// latencies: 101 zeros, 100, 200 → p99 = rank ceil(101.97) = 102 → 100 ms, max 200.
+#[test]
+fn pooled_summary_over_flows() {
+    let (s1, r1) = hol_trace();
+    let mut s2 = Vec::new();
+    let mut r2 = Vec::new();
+    for i in 0..100u64 {
+        s2.push(submit(i * 10, i, 0, (i, i + 1), 100));
+        s2.push(sent(i * 10, &[(i, i + 1, 100, TxReason::New)]));
+        if i % 20 == 0 {
+            s2.push(sent(
+                i * 10 + 5,
+                &[(i, i + 1, 100, TxReason::FastRetransmit)],
+            ));
+        }
+        r2.push(received(i * 10 + 7));
+        r2.push(arrived(i * 10 + 7, i, i + 1, 100, false));
+        r2.push(delivered(i * 10 + 7, 0, i, i + 1, 100));
+    }
+    let a = FlowAnalysis::new(&s1, Some(&r1), AnalysisOptions::default()).unwrap();
+    let b = FlowAnalysis::new(&s2, Some(&r2), AnalysisOptions::default()).unwrap();
+    let p = Summary::pooled([&a, &b], LatencyKind::Application);
+    assert_eq!(p.messages, 103);
+    assert_eq!(p.delivered, Some(103));
+    assert_eq!(p.tohd, Some(600.0 / 10_900.0));
+    assert_eq!(p.loss_rate, Some(6.0 / 109.0));
+    let l = p.latency_ms.unwrap();
+    assert_eq!((l.p50, l.p99, l.max), (0.0, 100.0, 200.0));
+    assert_eq!(p.reasons["fast-rtx"], 6);
+    assert_eq!(p.reasons["new"], 103);
+    // Messages 0, 20, 40, 60, 80 of flow b were retransmitted once (but arrived in time),
+    // plus m1 of flow a.
+    assert_eq!(p.by_retransmissions[1].count, 6);
+    // A single flow pooled alone is its own summary.
+    assert_eq!(Summary::pooled([&a], LatencyKind::Application), a.summary());
+    // Mixing a flow without receiver trace: delivered and spurious become unknown,
+    // and eq. 5.1 and 5.2 do not mix.
+    let c = FlowAnalysis::new(&s1, None, AnalysisOptions::default()).unwrap();
+    let m = Summary::pooled([&a, &c], LatencyKind::Application);
+    assert_eq!((m.delivered, m.spurious, m.loss_rate), (None, None, None));
+    let empty = Summary::pooled([], LatencyKind::Application);
+    assert_eq!(
+        (
+            empty.messages,
+            empty.delivered,
+            empty.latency_ms,
+            empty.tohd
+        ),
+        (0, None, None, None)
+    );
+}
+
+// The JSON names of latency kinds are their `name()`s.
+#[test]
+fn latency_kind_names() {
+    for k in LatencyKind::ALL {
+        assert_eq!(
+            serde_json::to_string(&k).unwrap(),
+            format!("\"{}\"", k.name())
+        );
+    }
 }

@@ -215,6 +215,20 @@ pub struct HolPrediction {
 }
 
 impl HolParams {
+    /// The testbed of 001 §IV: Δ = 10 ms each way (RTT 20 ms), λ = 100/s
+    /// (d = 10 ms), the 1 s RTO floor of lksctp, and the δ = 0.5 ms that
+    /// made the model match the SCTP measurements (§IV.B). For Linux TCP the
+    /// paper quotes RTO = RTT + 200 ms (§IV.C): set `rto` accordingly.
+    pub fn testbed_001(loss: Probability) -> HolParams {
+        HolParams {
+            rtt: Duration::from_millis(20),
+            rto: Duration::from_secs(1),
+            loss,
+            interarrival: Duration::from_millis(10),
+            processing: Duration::from_micros(500),
+        }
+    }
+
     /// Sets `d = 1/λ` from a total message rate in messages per second
     /// (rounded to the nanosecond).
     pub fn with_rate(mut self, rate_per_s: f64) -> Result<HolParams, ModelError> {
@@ -284,13 +298,7 @@ mod tests {
     /// The testbed of 001 §IV: Δ = 10 ms (RTT 20 ms), d = 10 ms (λ = 100/s),
     /// lksctp RTO floor 1 s, δ = 0.5 ms.
     fn testbed(loss: f64) -> HolParams {
-        HolParams {
-            rtt: ms(20),
-            rto: ms(1000),
-            loss: p(loss),
-            interarrival: ms(10),
-            processing: Duration::from_micros(500),
-        }
+        HolParams::testbed_001(p(loss))
     }
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
