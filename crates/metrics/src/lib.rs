@@ -22,6 +22,33 @@
 //! * response time of request/echo transactions (001 §IV.A) — [`response_times`];
 //! * nearest-rank percentiles, CDFs ([`Cdf`]) and the JSON [`Summary`].
 //!
+//! ```
+//! use thinstream_base::trace::{Record, SentData, TxReason, Units};
+//! use thinstream_base::Instant;
+//! use thinstream_metrics::{AnalysisOptions, FlowAnalysis, LatencyKind};
+//!
+//! let at = Instant::from_millis;
+//! let sender = vec![
+//!     Record::Submitted { time: at(0), message: 0, stream: 0, bytes: 100, unordered: false, units: Units::one(0) },
+//!     Record::PacketSent {
+//!         time: at(0),
+//!         wire_bytes: 148,
+//!         data: vec![SentData { units: Units::one(0), bytes: 100, reason: TxReason::New }],
+//!         control: 0,
+//!     },
+//!     Record::Acked { time: at(40), units: Units::one(0) },
+//! ];
+//! let receiver = vec![
+//!     Record::Arrived { time: at(20), units: Units::one(0), bytes: 100, duplicate: false },
+//!     Record::Delivered { time: at(20), stream: 0, bytes: 100, unordered: false, units: Units::one(0) },
+//! ];
+//! let flow = FlowAnalysis::new(&sender, Some(&receiver), AnalysisOptions::default())?;
+//! assert_eq!(flow.latency_stats(LatencyKind::AckFromFirstTx).unwrap().max.as_millis(), 40);
+//! let json = flow.summary().to_json().unwrap();
+//! assert!(json.starts_with(r#"{"messages":1,"delivered":1,"#));
+//! # Ok::<(), thinstream_metrics::MetricsError>(())
+//! ```
+//!
 //! Cost: building a [`FlowAnalysis`] is `O(r log r)` in the number of
 //! records; per-unit facts are kept per unit *range* (see `ranges`), so a
 //! bulk TCP flow costs per segment, not per byte.
