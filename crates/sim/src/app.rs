@@ -242,7 +242,9 @@ pub struct RejectedMessage {
 pub struct SourceReport {
     pub sent: Vec<SentMessage>,
     pub rejected: Vec<RejectedMessage>,
-    /// Messages due but still waiting (not connected / buffer full) at the end.
+    /// 1 if a due message was still waiting for the transport (not
+    /// connected / buffer full) at the end, else 0. Later due messages stay
+    /// in the schedule: it is pulled one message at a time.
     pub waiting: usize,
     /// Digest of the accepted payload bytes, per stream.
     pub streams: BTreeMap<u16, StreamDigest>,
@@ -259,13 +261,28 @@ impl SourceReport {
     }
 }
 
+/// Most messages a source hands over in one wake-up before yielding to
+/// other events at the same instant (greedy bulk over a transport without
+/// flow control would otherwise never let time advance).
+const MAX_SENDS_PER_WAKE: u32 = 4096;
+
 /// Sends the messages of a schedule at their times; records what it sent
-/// and what it received. Messages that cannot be sent yet (not connected,
-/// buffer full) wait in order and go out on `Established`/`Writable`.
+/// and what it received.
+///
+/// The schedule is pulled lazily, one message at a time, and the next
+/// message is pulled only once the previous one was accepted: a message the
+/// transport cannot take yet (not connected, buffer full) waits and goes out
+/// on `Established`/`Writable`. So an infinite schedule whose messages are
+/// all due at once (greedy bulk, `workload::bulk`) is paced by the
+/// transport's send buffer. A `workload::Generator` plugs in as
+/// `std::iter::from_fn(move || g.next_message().map(|m| MessageSpec { at: m.at,
+/// stream: m.stream, bytes: m.bytes, unordered: m.unordered }))`.
 pub struct MessageSource {
     schedule: Box<dyn Iterator<Item = MessageSpec>>,
+    /// The next message of the schedule, not yet due or not yet pulled into `head`.
     next: Option<MessageSpec>,
-    waiting: VecDeque<(u32, MessageSpec)>,
+    /// A due message the transport has not accepted yet.
+    head: Option<(u32, MessageSpec)>,
     next_id: u32,
     buf: Vec<u8>,
     report: SourceReport,
@@ -276,7 +293,7 @@ impl fmt::Debug for MessageSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MessageSource")
             .field("next", &self.next)
-            .field("waiting", &self.waiting.len())
+            .field("head", &self.head)
             .field("sent", &self.report.sent.len())
             .finish()
     }
@@ -289,7 +306,7 @@ impl MessageSource {
         MessageSource {
             schedule: Box::new(schedule.into_iter()),
             next: None,
-            waiting: VecDeque::new(),
+            head: None,
             next_id: 0,
             buf: Vec::new(),
             report: SourceReport {
@@ -309,38 +326,66 @@ impl MessageSource {
         self
     }
 
-    fn flush(&mut self, ctx: &mut AppCtx<'_>) {
-        while let Some(&(id, spec)) = self.waiting.front() {
-            fill_payload(id, spec.bytes as usize, &mut self.buf);
-            match ctx.send(spec.stream, spec.unordered, &self.buf) {
-                Ok(transport_id) => {
-                    self.report
-                        .streams
-                        .entry(spec.stream)
-                        .or_default()
-                        .update(&self.buf);
-                    self.report.sent.push(SentMessage {
-                        id,
-                        transport_id,
-                        stream: spec.stream,
-                        bytes: spec.bytes,
-                        unordered: spec.unordered,
-                        due: spec.at,
-                        sent: ctx.now(),
-                    });
-                }
-                // Retryable: wait for Established / Writable.
-                Err(SendError::NotConnected | SendError::BufferFull) => return,
-                Err(error) => self
-                    .report
-                    .rejected
-                    .push(RejectedMessage { id, spec, error }),
+    /// Offers one message; false if the transport cannot take it yet.
+    fn offer(&mut self, ctx: &mut AppCtx<'_>, id: u32, spec: MessageSpec) -> bool {
+        fill_payload(id, spec.bytes as usize, &mut self.buf);
+        match ctx.send(spec.stream, spec.unordered, &self.buf) {
+            Ok(transport_id) => {
+                self.report
+                    .streams
+                    .entry(spec.stream)
+                    .or_default()
+                    .update(&self.buf);
+                self.report.sent.push(SentMessage {
+                    id,
+                    transport_id,
+                    stream: spec.stream,
+                    bytes: spec.bytes,
+                    unordered: spec.unordered,
+                    due: spec.at,
+                    sent: ctx.now(),
+                });
+                true
             }
-            self.waiting.pop_front();
+            // Retryable: wait for Established / Writable.
+            Err(SendError::NotConnected | SendError::BufferFull) => false,
+            Err(error) => {
+                self.report
+                    .rejected
+                    .push(RejectedMessage { id, spec, error });
+                true
+            }
         }
     }
 
-    fn arm(&mut self, ctx: &mut AppCtx<'_>) {
+    /// Sends every due message the transport accepts, then sets the timer
+    /// for the next one (or, when blocked, waits for an app event).
+    fn pump(&mut self, ctx: &mut AppCtx<'_>) {
+        let mut budget = MAX_SENDS_PER_WAKE;
+        loop {
+            if self.head.is_none() {
+                match self.next {
+                    Some(spec) if spec.at <= ctx.now() => {
+                        self.head = Some((self.next_id, spec));
+                        self.next_id = self.next_id.wrapping_add(1);
+                        self.next = self.schedule.next();
+                    }
+                    _ => break,
+                }
+            }
+            let Some((id, spec)) = self.head else { break };
+            if !self.offer(ctx, id, spec) {
+                // Blocked: Established / Writable will call pump again.
+                ctx.cancel_timer();
+                return;
+            }
+            self.head = None;
+            budget -= 1;
+            if budget == 0 {
+                ctx.set_timer(ctx.now());
+                return;
+            }
+        }
         match self.next {
             Some(spec) => ctx.set_timer(spec.at),
             None => ctx.cancel_timer(),
@@ -351,32 +396,25 @@ impl MessageSource {
 impl App for MessageSource {
     fn on_start(&mut self, ctx: &mut AppCtx<'_>) {
         self.next = self.schedule.next();
-        self.arm(ctx);
+        if let Some(spec) = self.next {
+            ctx.set_timer(spec.at);
+        }
     }
 
     fn on_event(&mut self, ctx: &mut AppCtx<'_>, event: AppEvent) {
         match event {
-            AppEvent::Established | AppEvent::Writable => self.flush(ctx),
+            AppEvent::Established | AppEvent::Writable => self.pump(ctx),
             other => self.sink.on_event(ctx, other),
         }
     }
 
     fn on_timer(&mut self, ctx: &mut AppCtx<'_>) {
-        while let Some(spec) = self.next {
-            if spec.at > ctx.now() {
-                break;
-            }
-            self.waiting.push_back((self.next_id, spec));
-            self.next_id = self.next_id.wrapping_add(1);
-            self.next = self.schedule.next();
-        }
-        self.flush(ctx);
-        self.arm(ctx);
+        self.pump(ctx);
     }
 
     fn finish(self: Box<Self>) -> AppReport {
         let mut report = self.report;
-        report.waiting = self.waiting.len();
+        report.waiting = usize::from(self.head.is_some());
         report.received = self.sink.report;
         AppReport::Source(report)
     }

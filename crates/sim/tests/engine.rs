@@ -541,3 +541,49 @@ fn drop_predicate_by_link_label() {
         1
     );
 }
+
+// An infinite schedule with everything due at once (greedy bulk) is paced by the transport's buffer.
+#[test]
+fn greedy_schedule_is_paced_by_the_transport() {
+    let seed = test_seed(10);
+    let _r = Reproduce(seed);
+    let topology = Topology::TwoHost {
+        forward: link(10, None),
+        reverse: link(10, None),
+    };
+    let bulk = std::iter::repeat(MessageSpec {
+        at: Instant::ZERO,
+        stream: 0,
+        bytes: 500,
+        unordered: false,
+    });
+    let a = EndpointSpec::new(
+        |s| {
+            Box::new(thinstream_sim::toy::StopAndWait::new(
+                s.local,
+                s.peer,
+                Duration::from_millis(500),
+                4,
+            )) as Box<dyn Transport>
+        },
+        MessageSource::new(bulk),
+    );
+    let flow = FlowSpec::new(
+        a,
+        stop_and_wait_endpoint(Duration::from_millis(500), Sink::messages()),
+    );
+    let result = Simulation::new(seed, &topology, vec![flow])
+        .unwrap()
+        .run(ms(1000));
+    assert_eq!(result.stop, StopReason::StopTime);
+    let source = result.endpoint(FlowId(0), Side::A).app.source().unwrap();
+    let sink = result.endpoint(FlowId(0), Side::B).app.received().unwrap();
+    // One message per 20 ms round trip: deliveries at 10, 30, ..., 990 ms.
+    assert_eq!(sink.deliveries.len(), 50);
+    // Message 49 arrived at 990 ms but its ack reaches the sender at 1000 ms,
+    // after the stop (scheduled first): it is still in flight there, with 4
+    // more queued (m50..m53), and one more pulled message waits for space.
+    assert_eq!(source.sent.len(), 54);
+    assert_eq!(source.waiting, 1);
+    assert!(verify_delivery(source, sink, false).is_ok());
+}
