@@ -1,0 +1,350 @@
+//! The receive side: reassembly, in-order delivery, SACK blocks (RFC 2018),
+//! timestamps echo (RFC 7323 §4.3) and the ACK schedule (RFC 1122
+//! §4.2.3.2, RFC 5681 §4.2, Linux quick-ack).
+//!
+//! Sequence positions here are offsets from the peer's ISN: its SYN is 0 and
+//! the first data byte is 1 (unit 0).
+
+use std::collections::BTreeMap;
+use thinstream_base::{Duration, Instant};
+
+/// Result of accepting one segment's data.
+#[derive(Debug, Default)]
+pub(crate) struct RxOutcome {
+    /// Pieces of the segment that reached the transport, in units, with a
+    /// duplicate flag (already held or already delivered).
+    pub arrived: Vec<(u64, u64, bool)>,
+    /// In-order bytes now deliverable, with the unit of their first byte.
+    pub delivered: Option<(u64, Vec<u8>)>,
+    /// The peer's FIN has been reached in order.
+    pub fin_reached: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Receiver {
+    /// Next expected sequence offset.
+    pub(crate) rcv_nxt: u64,
+    /// Out-of-order data keyed by start offset; pieces never overlap.
+    ooo: BTreeMap<u64, Vec<u8>>,
+    ooo_bytes: u64,
+    /// Offset of the peer's FIN, once seen.
+    fin: Option<u64>,
+    fin_done: bool,
+    /// SACK blocks in the order RFC 2018 §4 wants them reported (most recent first).
+    sack_recent: Vec<(u64, u64)>,
+    rcv_buf: u64,
+    // ACK schedule.
+    delayed_ack: Option<Duration>,
+    pub(crate) delack_deadline: Option<Instant>,
+    pub(crate) ack_now: bool,
+    pending_bytes: u64,
+    rcv_mss: u64,
+    quickack: u32,
+    last_data: Option<Instant>,
+    // Timestamps.
+    pub(crate) ts_recent: Option<u32>,
+    last_ack_sent: u64,
+}
+
+impl Receiver {
+    pub(crate) fn new(rcv_buf: u32, delayed_ack: Option<Duration>, quickack: u32) -> Receiver {
+        Receiver {
+            rcv_nxt: 0,
+            ooo: BTreeMap::new(),
+            ooo_bytes: 0,
+            fin: None,
+            fin_done: false,
+            sack_recent: Vec::new(),
+            rcv_buf: u64::from(rcv_buf),
+            delayed_ack,
+            delack_deadline: None,
+            ack_now: false,
+            pending_bytes: 0,
+            rcv_mss: 536,
+            quickack,
+            last_data: None,
+            ts_recent: None,
+            last_ack_sent: 0,
+        }
+    }
+
+    #[allow(dead_code)]
+    pub(crate) fn fin_done(&self) -> bool {
+        self.fin_done
+    }
+
+    /// Bytes the peer may send beyond `rcv_nxt`. The model's application
+    /// reads everything delivered at once, so only out-of-order data occupies
+    /// the buffer, and it lies inside the window already: the right edge
+    /// `rcv_nxt + rcv_buf` never moves left.
+    pub(crate) fn window(&self) -> u64 {
+        self.rcv_buf
+    }
+
+    /// RFC 7323 §4.3: remember TSval of a segment that covers the left edge.
+    pub(crate) fn note_timestamp(&mut self, seq: u64, tsval: u32) {
+        let newer = self
+            .ts_recent
+            .map_or(true, |r| (tsval.wrapping_sub(r) as i32) >= 0);
+        if seq <= self.last_ack_sent && newer {
+            self.ts_recent = Some(tsval);
+        }
+    }
+
+    /// Accepts the payload (and FIN) of a segment starting at offset `seq`.
+    /// `rto` is the endpoint's current RTO, for Linux's "long gap" quick-ack.
+    pub(crate) fn on_segment(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        payload: &[u8],
+        fin: bool,
+        rto: Duration,
+    ) -> RxOutcome {
+        let mut out = RxOutcome::default();
+        let before = self.rcv_nxt;
+        let had_holes = !self.ooo.is_empty();
+        let right_edge = self.rcv_nxt + self.rcv_buf;
+        let end = seq + payload.len() as u64;
+        let kept_end = end.min(right_edge);
+        let mut fully_duplicate = !payload.is_empty();
+        // Split [seq, kept_end) into duplicate and new pieces.
+        let mut pos = seq;
+        while pos < kept_end {
+            if pos < self.rcv_nxt {
+                let e = kept_end.min(self.rcv_nxt);
+                out.arrived.push((pos - 1, e - 1, true));
+                pos = e;
+                continue;
+            }
+            // The stored piece at or before pos, if it covers pos.
+            let covering = self
+                .ooo
+                .range(..=pos)
+                .next_back()
+                .map(|(s, v)| (*s, *s + v.len() as u64))
+                .filter(|(_, e)| *e > pos);
+            if let Some((_, e)) = covering {
+                let e = e.min(kept_end);
+                out.arrived.push((pos - 1, e - 1, true));
+                pos = e;
+                continue;
+            }
+            // A gap up to the next stored piece.
+            let next = self
+                .ooo
+                .range(pos + 1..)
+                .next()
+                .map(|(s, _)| *s)
+                .unwrap_or(u64::MAX);
+            let e = next.min(kept_end);
+            let lo = (pos - seq) as usize;
+            let hi = (e - seq) as usize;
+            self.ooo.insert(pos, payload[lo..hi].to_vec());
+            self.ooo_bytes += e - pos;
+            out.arrived.push((pos - 1, e - 1, false));
+            fully_duplicate = false;
+            pos = e;
+        }
+        merge_adjacent_pieces(&mut out.arrived);
+        if fin && kept_end == end && self.fin.is_none() {
+            self.fin = Some(end);
+        }
+        // Drain in-order data.
+        let mut data = Vec::new();
+        while let Some(entry) = self.ooo.first_entry() {
+            if *entry.key() != self.rcv_nxt {
+                break;
+            }
+            let v = entry.remove();
+            self.ooo_bytes -= v.len() as u64;
+            self.rcv_nxt += v.len() as u64;
+            data.extend_from_slice(&v);
+        }
+        if !data.is_empty() {
+            out.delivered = Some((before - 1, data));
+        }
+        if self.fin == Some(self.rcv_nxt) && !self.fin_done {
+            self.rcv_nxt += 1;
+            self.fin_done = true;
+            out.fin_reached = true;
+        }
+        // SACK bookkeeping: the block holding this segment goes first.
+        self.sack_recent.retain(|(_, e)| *e > self.rcv_nxt);
+        if !payload.is_empty() && seq > self.rcv_nxt {
+            if let Some(block) = self.block_containing(seq) {
+                self.sack_recent
+                    .retain(|b| !(b.0 <= block.1 && block.0 <= b.1));
+                self.sack_recent.insert(0, block);
+                self.sack_recent.truncate(8);
+            }
+        }
+        // ACK schedule.
+        let has_data = !payload.is_empty();
+        if has_data || fin {
+            let out_of_order = seq > before || !self.ooo.is_empty();
+            let filled_hole = had_holes && self.rcv_nxt > before;
+            let long_gap = self
+                .last_data
+                .is_some_and(|t| now.saturating_duration_since(t) > rto);
+            if has_data {
+                self.last_data = Some(now);
+                let len = payload.len() as u64;
+                self.pending_bytes += len;
+                // Linux tcp_measure_rcv_mss, simplified: the last segment's size.
+                self.rcv_mss = len;
+            }
+            let immediate = self.delayed_ack.is_none()
+                || out_of_order
+                || filled_hole
+                || fully_duplicate
+                || out.fin_reached
+                || long_gap
+                || self.pending_bytes > self.rcv_mss
+                || self.quickack > 0;
+            if immediate {
+                if self.quickack > 0 && has_data {
+                    self.quickack -= 1;
+                }
+                self.ack_now = true;
+            } else if self.delack_deadline.is_none() {
+                if let Some(d) = self.delayed_ack {
+                    self.delack_deadline = Some(now + d);
+                }
+            }
+        }
+        out
+    }
+
+    fn block_containing(&self, seq: u64) -> Option<(u64, u64)> {
+        let (&s0, v0) = self.ooo.range(..=seq).next_back()?;
+        let mut start = s0;
+        let mut end = s0 + v0.len() as u64;
+        if end <= seq {
+            return None;
+        }
+        // Extend left over adjacent pieces.
+        while let Some((&s, v)) = self.ooo.range(..start).next_back() {
+            if s + v.len() as u64 == start {
+                start = s;
+            } else {
+                break;
+            }
+        }
+        // Extend right.
+        while let Some(v) = self.ooo.get(&end) {
+            end += v.len() as u64;
+        }
+        Some((start, end))
+    }
+
+    /// SACK blocks to report now (offsets), most recent first, at most `max`.
+    pub(crate) fn sack_blocks(&self, max: usize) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(s, _) in &self.sack_recent {
+            if let Some(b) = self.block_containing(s.max(self.rcv_nxt)) {
+                if !out.contains(&b) {
+                    out.push(b);
+                }
+            }
+            if out.len() == max {
+                return out;
+            }
+        }
+        out
+    }
+
+    /// An ACK (pure or piggybacked) is being sent now.
+    pub(crate) fn on_ack_sent(&mut self) {
+        self.ack_now = false;
+        self.delack_deadline = None;
+        self.pending_bytes = 0;
+        self.last_ack_sent = self.rcv_nxt;
+    }
+
+    /// Whether out-of-order data is held.
+    #[allow(dead_code)]
+    pub(crate) fn has_holes(&self) -> bool {
+        !self.ooo.is_empty()
+    }
+
+    /// Forces an immediate ACK (e.g. for a segment outside the window).
+    pub(crate) fn force_ack(&mut self) {
+        self.ack_now = true;
+    }
+
+    /// Starts the sequence space after the peer's SYN at offset 0.
+    pub(crate) fn on_syn(&mut self) {
+        self.rcv_nxt = 1;
+        self.last_ack_sent = 1;
+    }
+}
+
+fn merge_adjacent_pieces(v: &mut Vec<(u64, u64, bool)>) {
+    let mut out: Vec<(u64, u64, bool)> = Vec::with_capacity(v.len());
+    for &p in v.iter() {
+        match out.last_mut() {
+            Some(last) if last.1 == p.0 && last.2 == p.2 => last.1 = p.1,
+            _ => out.push(p),
+        }
+    }
+    *v = out;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx() -> Receiver {
+        let mut r = Receiver::new(10_000, Some(Duration::from_millis(40)), 0);
+        r.on_syn();
+        r
+    }
+
+    #[test]
+    fn in_order_then_hole_then_fill() {
+        let mut r = rx();
+        let t = Instant::ZERO;
+        let rto = Duration::from_secs(1);
+        let o = r.on_segment(t, 1, &[1; 100], false, rto);
+        assert_eq!(o.arrived, vec![(0, 100, false)]);
+        assert_eq!(o.delivered.as_ref().unwrap().0, 0);
+        assert!(!r.ack_now && r.delack_deadline.is_some());
+        let o = r.on_segment(t, 201, &[3; 100], false, rto);
+        assert!(o.delivered.is_none());
+        assert!(r.ack_now);
+        assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
+        r.on_ack_sent();
+        let o = r.on_segment(t, 401, &[5; 50], false, rto);
+        assert!(o.delivered.is_none());
+        assert_eq!(r.sack_blocks(3), vec![(401, 451), (201, 301)]);
+        // Overlapping segment: 150 bytes from 51, of which 50 duplicate, 100 new.
+        let o = r.on_segment(t, 51, &[9; 200], false, rto);
+        assert_eq!(
+            o.arrived,
+            vec![(50, 100, true), (100, 200, false), (200, 250, true)]
+        );
+        let (unit, data) = o.delivered.unwrap();
+        assert_eq!((unit, data.len()), (100, 200));
+        assert_eq!(r.rcv_nxt, 301);
+        assert_eq!(r.sack_blocks(3), vec![(401, 451)]);
+        assert!(r.ack_now, "filling a hole is acknowledged at once");
+    }
+
+    #[test]
+    fn every_second_segment_is_acked_and_fin_is_delivered_in_order() {
+        let mut r = rx();
+        let t = Instant::ZERO;
+        let rto = Duration::from_secs(1);
+        r.on_segment(t, 1, &[0; 100], false, rto);
+        assert!(!r.ack_now);
+        r.on_segment(t, 101, &[0; 100], false, rto);
+        assert!(r.ack_now);
+        r.on_ack_sent();
+        let o = r.on_segment(t, 301, &[], true, rto);
+        assert!(!o.fin_reached);
+        let o = r.on_segment(t, 201, &[0; 100], false, rto);
+        assert!(o.fin_reached && r.fin_done());
+        assert_eq!(r.rcv_nxt, 302);
+    }
+}

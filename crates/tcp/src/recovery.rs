@@ -1,0 +1,714 @@
+//! ACK processing, loss detection and recovery, congestion control, the
+//! retransmission timers, the transmit loop, and the thin-stream mechanisms
+//! (002 §4.1: linear timeouts, modified fast retransmit, RDB).
+//!
+//! Loss recovery follows Linux's structure (`tcp_fastretrans_alert`): a
+//! congestion-avoidance state (Open, Disorder, Recovery, Loss), a scoreboard
+//! of segments marked SACKed / lost / retransmitted, and a transmit loop that
+//! sends while `pipe < cwnd` (RFC 6675 §5): lost segments first, then new
+//! data.
+//! - With SACK and without RACK, segments are marked lost by RFC 6675
+//!   `IsLost` (DupThresh SACKed segments above them), and recovery starts when
+//!   the first unacknowledged segment is lost.
+//! - Without SACK, New Reno (RFC 6582): recovery after DupThresh duplicate
+//!   ACKs, each partial ACK retransmits the next segment; duplicate ACKs count
+//!   as segments that left the network (Linux `tcp_add_reno_sack`), which also
+//!   gives limited transmit (RFC 3042).
+//! - With RACK (RFC 8985), only RACK marks segments lost; RACK-triggered
+//!   retransmissions are traced as `FastRetransmit`.
+//! - Entering recovery sets `ssthresh = max(cwnd/2, 2 segments)` and
+//!   `cwnd = ssthresh` (RFC 6675 §5 step 4.2 rather than Linux's rate halving
+//!   or PRR); leaving it at `recovery_point` keeps `cwnd = ssthresh`.
+
+use crate::config::CwndUnit;
+use crate::conn::{CaState, State, TcpConnection, TimerKind};
+use crate::segment::Flags;
+use thinstream_base::drive::AppEvent;
+use thinstream_base::trace::{Record, SentData, TxReason, Units};
+use thinstream_base::{Duration, Instant};
+
+impl TcpConnection {
+    fn unit_amount(&self) -> u64 {
+        match self.cfg.cwnd_unit {
+            CwndUnit::Bytes => self.mss,
+            CwndUnit::Packets => 1,
+        }
+    }
+
+    /// `pipe` (RFC 6675 §4) minus New Reno's duplicate-ACK credit.
+    fn pipe(&self) -> u64 {
+        let p = self.sq.pipe(self.cfg.cwnd_unit);
+        p.saturating_sub(self.reno_sacked * self.unit_amount())
+    }
+
+    fn data_state(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        )
+    }
+
+    /// Processes the acknowledgement fields of a segment in a synchronized state.
+    pub(crate) fn on_ack(
+        &mut self,
+        now: Instant,
+        ack: u64,
+        window: u64,
+        sack: &[(u64, u64)],
+        tsecr: Option<u32>,
+        has_data: bool,
+    ) {
+        let snd_nxt = self.snd_nxt();
+        if ack > snd_nxt {
+            // Acknowledges something never sent (RFC 9293 §3.10.7.4): answer with an ACK.
+            self.discard(now, "ack-beyond-snd-nxt");
+            self.rcv.force_ack();
+            return;
+        }
+        if ack < self.snd_una {
+            return; // an old ACK; its window is stale too
+        }
+        let window_changed = window != self.snd_wnd;
+        self.snd_wnd = window;
+        let prior_una = self.snd_una;
+        let prior_pipe = self.pipe();
+        let prior_packets = self.sq.rtx.len() as u64;
+        let min_rtt = self.rtt.min_rtt();
+
+        // SACK blocks (RFC 2018): mark whole segments, record first acknowledgement.
+        let mut newly_sacked = 0u64;
+        for &(l, r) in sack {
+            if r <= ack {
+                continue; // D-SACK or stale block
+            }
+            for i in self.sq.sack(l.max(ack), r) {
+                newly_sacked += 1;
+                let s = self.sq.rtx[i].clone();
+                if let Some(rack) = self.rack.as_mut() {
+                    rack.on_delivered(now, s.xmit, s.seq_end(), s.retransmitted, min_rtt);
+                }
+                if self.cfg.trace && s.len() > 0 {
+                    self.trace.push_back(Record::Acked {
+                        time: now,
+                        units: Units::new(s.start, s.end),
+                    });
+                }
+            }
+        }
+
+        // Cumulative acknowledgement.
+        let mut acked_packets = 0u64;
+        let mut acked_bytes = 0u64;
+        let mut any_retransmitted = false;
+        let mut oldest_xmit: Option<Instant> = None;
+        let mut fin_acked = false;
+        if ack > prior_una {
+            let fin_seq = if self.sq.fin_queued {
+                Some(self.sq.written + 1)
+            } else {
+                None
+            };
+            let acked = self.sq.ack(ack);
+            self.snd_una = ack;
+            for a in &acked {
+                if a.whole {
+                    acked_packets += 1;
+                }
+                acked_bytes += a.end - a.start;
+                any_retransmitted |= a.retransmitted;
+                if oldest_xmit.is_none() {
+                    oldest_xmit = Some(a.xmit);
+                }
+                if !a.was_sacked {
+                    if let Some(rack) = self.rack.as_mut() {
+                        rack.on_delivered(now, a.xmit, a.seq_end, a.retransmitted, min_rtt);
+                    }
+                    if self.cfg.trace && a.end > a.start {
+                        self.trace.push_back(Record::Acked {
+                            time: now,
+                            units: Units::new(a.start, a.end),
+                        });
+                    }
+                }
+            }
+            fin_acked = fin_seq.is_some_and(|f| ack > f);
+            // RTT sample: timestamps (Linux tcp_ack_saw_tstamp) or Karn's rule
+            // on the oldest newly acknowledged segment (tcp_ack_no_tstamp).
+            let sample = match tsecr {
+                Some(ecr) => Some(Self::ts_sample(now, ecr)),
+                None if !self.ts_ok && !any_retransmitted => {
+                    oldest_xmit.map(|t| now.saturating_duration_since(t))
+                }
+                None => None,
+            };
+            if let Some(s) = sample {
+                self.rtt.on_sample(s, self.snd_una, self.snd_nxt());
+            }
+            self.retransmits = 0;
+            if self.tlp_high_seq.is_some_and(|h| ack >= h) {
+                self.tlp_high_seq = None;
+            }
+        }
+        let advanced = ack > prior_una;
+        let is_dupack = !advanced
+            && prior_packets > 0
+            && !has_data
+            && !window_changed
+            && (!self.sack_ok || newly_sacked > 0);
+
+        // Congestion window growth (RFC 5681 §3.1) outside recovery, only
+        // when the window was the limit (RFC 7661 spirit, Linux tcp_is_cwnd_limited).
+        if advanced && self.ca != CaState::Recovery && self.cwnd > 0 {
+            let limited = match self.cfg.cwnd_unit {
+                CwndUnit::Packets => prior_pipe >= self.cwnd,
+                CwndUnit::Bytes => prior_pipe + self.mss > self.cwnd,
+            };
+            if limited {
+                self.grow_cwnd(acked_bytes);
+            }
+        }
+
+        self.update_recovery(now, advanced, is_dupack, acked_packets, newly_sacked);
+
+        if fin_acked {
+            self.on_fin_acked(now);
+        }
+        if self.state == State::Closed || self.state == State::TimeWait {
+            return;
+        }
+        if advanced {
+            self.rearm_timer(now, true, false);
+            if self.blocked_writer && self.sq.buffered() < u64::from(self.cfg.snd_buf) {
+                self.blocked_writer = false;
+                self.app.push_back(AppEvent::Writable);
+            }
+        } else if newly_sacked > 0 && self.rack.is_some() {
+            // RFC 8985 §7.2: reschedule the probe timer on ACKs that deliver data.
+            self.rearm_timer(now, false, true);
+        }
+    }
+
+    fn grow_cwnd(&mut self, acked_bytes: u64) {
+        match self.cfg.cwnd_unit {
+            CwndUnit::Bytes => {
+                if self.cwnd < self.ssthresh {
+                    self.cwnd += acked_bytes.min(self.mss);
+                } else {
+                    self.ca_acc += acked_bytes;
+                    if self.ca_acc >= self.cwnd {
+                        self.ca_acc -= self.cwnd;
+                        self.cwnd += self.mss;
+                    }
+                }
+            }
+            CwndUnit::Packets => {
+                if self.cwnd < self.ssthresh {
+                    self.cwnd += 1;
+                } else {
+                    self.ca_acc += 1;
+                    if self.ca_acc >= self.cwnd {
+                        self.ca_acc = 0;
+                        self.cwnd += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The congestion-avoidance state machine after an ACK.
+    fn update_recovery(
+        &mut self,
+        now: Instant,
+        advanced: bool,
+        is_dupack: bool,
+        acked_packets: u64,
+        newly_sacked: u64,
+    ) {
+        if self.sq.rtx.is_empty() {
+            self.reno_sacked = 0;
+            self.dupacks = 0;
+            if self.ca != CaState::Open {
+                self.exit_recovery();
+            }
+            return;
+        }
+        let dupthresh = u64::from(self.cfg.dupthresh);
+        let packets = self.sq.rtx.len() as u64;
+        if advanced {
+            self.dupacks = 0;
+        }
+        if !self.sack_ok {
+            if advanced {
+                // Linux tcp_remove_reno_sacks: the head segment was not one of them.
+                self.reno_sacked = self
+                    .reno_sacked
+                    .saturating_sub(acked_packets.saturating_sub(1));
+            }
+            if is_dupack {
+                self.dupacks += 1;
+                self.reno_sacked = (self.reno_sacked + 1).min(packets.saturating_sub(1));
+            }
+        } else if is_dupack {
+            self.dupacks += 1;
+        }
+        // Loss marking.
+        let mut rack_marked = false;
+        if let Some(rack) = self.rack.clone() {
+            let in_recovery = matches!(self.ca, CaState::Recovery | CaState::Loss);
+            let reo = rack.reo_wnd(
+                in_recovery,
+                self.sq.sacked_count(),
+                dupthresh,
+                self.rtt.min_rtt(),
+                self.rtt.srtt(),
+            );
+            let (marked, timeout) = rack.detect_loss(now, &mut self.sq.rtx, reo);
+            rack_marked = marked;
+            self.reo_timer = timeout;
+        } else if self.sack_ok && self.ca == CaState::Recovery {
+            self.sq.mark_lost_by_sack(dupthresh, self.mss);
+        }
+        match self.ca {
+            CaState::Recovery => {
+                if self.snd_una >= self.recovery_point {
+                    self.exit_recovery();
+                    self.open_or_recover(now, newly_sacked, rack_marked);
+                } else if advanced && !self.sack_ok {
+                    // RFC 6582 §3.2 step 5: a partial ACK retransmits the next segment.
+                    if let Some(head) = self.sq.rtx.front_mut() {
+                        head.lost = true;
+                        head.retrans_out = false;
+                        self.force_rtx = true;
+                    }
+                }
+            }
+            CaState::Loss => {
+                if self.snd_una >= self.high_seq {
+                    self.ca = CaState::Open;
+                    self.open_or_recover(now, newly_sacked, rack_marked);
+                }
+            }
+            CaState::Open | CaState::Disorder => {
+                self.open_or_recover(now, newly_sacked, rack_marked)
+            }
+        }
+    }
+
+    /// Linux `tcp_time_to_recover`, plus the modified fast retransmit test.
+    fn open_or_recover(&mut self, now: Instant, _newly_sacked: u64, rack_marked: bool) {
+        if self.sq.rtx.is_empty() {
+            self.ca = CaState::Open;
+            return;
+        }
+        let dupthresh = u64::from(self.cfg.dupthresh);
+        let sacked = self.sq.sacked_count();
+        let mut recover = if self.rack.is_some() {
+            rack_marked || self.sq.rtx.iter().any(|s| s.lost && !s.retrans_out)
+        } else if self.sack_ok {
+            sacked >= dupthresh || {
+                self.sq.mark_lost_by_sack(dupthresh, self.mss);
+                self.sq.rtx.front().is_some_and(|s| s.lost)
+            }
+        } else {
+            self.dupacks >= dupthresh
+        };
+        // 002 §4.1.4: recover on the first indication of loss while thin
+        // (App. E: `tcp_fackets_out(tp) > 1 && tcp_stream_is_thin(tp)`).
+        let indication = if self.sack_ok {
+            sacked >= 1
+        } else {
+            self.dupacks >= 1
+        };
+        if self.cfg.thin.modified_fast_retransmit && self.is_thin() && indication {
+            recover = true;
+        }
+        if recover {
+            self.enter_recovery(now);
+        } else if sacked > 0 || self.dupacks > 0 {
+            self.ca = CaState::Disorder;
+        } else {
+            self.ca = CaState::Open;
+        }
+    }
+
+    fn halve(&self) -> u64 {
+        let two = 2 * self.unit_amount();
+        (self.cwnd / 2).max(two)
+    }
+
+    fn enter_recovery(&mut self, _now: Instant) {
+        self.stats.fast_recoveries += 1;
+        self.ssthresh = self.halve();
+        self.cwnd = self.ssthresh;
+        self.ca_acc = 0;
+        self.recovery_point = self.snd_nxt();
+        self.ca = CaState::Recovery;
+        self.tlp_high_seq = None;
+        if self.sack_ok && self.rack.is_none() {
+            self.sq
+                .mark_lost_by_sack(u64::from(self.cfg.dupthresh), self.mss);
+        }
+        // RFC 6675 §5 step 4.3 / RFC 6582 step 2: retransmit the first
+        // unacknowledged segment now, whatever the pipe says.
+        if let Some(head) = self.sq.rtx.front_mut() {
+            if !head.sacked && !head.retrans_out {
+                head.lost = true;
+            }
+        }
+        self.force_rtx = true;
+    }
+
+    fn exit_recovery(&mut self) {
+        if self.ca == CaState::Recovery {
+            self.cwnd = self.ssthresh.max(self.unit_amount());
+        }
+        self.ca = CaState::Open;
+        self.reno_sacked = 0;
+        self.dupacks = 0;
+    }
+
+    /// The retransmission timer fired (RFC 6298 §5.4-5.6, Linux
+    /// `tcp_retransmit_timer`), with linear timeouts (002 §4.1.3, Fig. 4.7).
+    pub(crate) fn on_rto(&mut self, now: Instant) {
+        if self.sq.rtx.is_empty() {
+            return;
+        }
+        self.retransmits += 1;
+        if self.retransmits > self.cfg.max_retries {
+            self.abort(now, "retransmission limit reached");
+            return;
+        }
+        self.stats.timeouts += 1;
+        // Linux tcp_enter_loss: reduce ssthresh once per loss episode.
+        if self.ca != CaState::Loss || self.retransmits == 1 {
+            self.ssthresh = self.halve();
+        }
+        self.cwnd = self.unit_amount();
+        self.ca_acc = 0;
+        for s in self.sq.rtx.iter_mut() {
+            if !s.sacked {
+                s.lost = true;
+                s.retrans_out = false;
+            }
+        }
+        self.ca = CaState::Loss;
+        self.high_seq = self.snd_nxt();
+        self.reno_sacked = 0;
+        self.dupacks = 0;
+        self.tlp_high_seq = None;
+        self.reo_timer = None;
+        self.force_rtx = true;
+        self.transmit_inner(now);
+        // Back off, or stay linear while thin and established.
+        let thin = self.is_thin();
+        let lt = &self.cfg.thin;
+        let linear = lt.linear_timeouts
+            && thin
+            && self.state == State::Established
+            && lt.lt_max_linear.map_or(true, |cap| self.retransmits <= cap);
+        if linear {
+            self.rtt.linear();
+        } else {
+            self.rtt.back_off();
+        }
+        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+    }
+
+    /// The tail loss probe timer fired (RFC 8985 §7.3).
+    pub(crate) fn on_pto(&mut self, now: Instant) {
+        if self.sq.rtx.is_empty() {
+            return;
+        }
+        self.stats.tail_loss_probes += 1;
+        let window_ok = self
+            .sq
+            .unsent
+            .front()
+            .is_some_and(|s| s.seq_end() <= self.snd_una + self.snd_wnd.max(1));
+        if window_ok {
+            self.send_new(now);
+        } else if let Some(i) = (0..self.sq.rtx.len())
+            .rev()
+            .find(|&i| !self.sq.rtx[i].sacked)
+        {
+            self.send_segment(now, i, TxReason::Probe);
+        }
+        self.tlp_high_seq = Some(self.snd_nxt());
+        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+    }
+
+    /// RACK's reordering timer fired (RFC 8985 §6.3).
+    pub(crate) fn on_reorder_timeout(&mut self, now: Instant) {
+        let Some(rack) = self.rack.clone() else {
+            return;
+        };
+        let in_recovery = matches!(self.ca, CaState::Recovery | CaState::Loss);
+        let reo = rack.reo_wnd(
+            in_recovery,
+            self.sq.sacked_count(),
+            u64::from(self.cfg.dupthresh),
+            self.rtt.min_rtt(),
+            self.rtt.srtt(),
+        );
+        let (marked, timeout) = rack.detect_loss(now, &mut self.sq.rtx, reo);
+        self.reo_timer = timeout;
+        if marked && matches!(self.ca, CaState::Open | CaState::Disorder) {
+            self.enter_recovery(now);
+        }
+        self.transmit(now);
+    }
+
+    /// (Re)arms the retransmission timer. `restart` restarts a running RTO
+    /// (RFC 6298 §5.3); `probe` reschedules a tail loss probe.
+    pub(crate) fn rearm_timer(&mut self, now: Instant, restart: bool, probe: bool) {
+        if self.sq.rtx.is_empty() {
+            self.rtx_timer = None;
+            return;
+        }
+        let rto_deadline = match self.rtx_timer {
+            Some((t, TimerKind::Rto)) if !restart => t,
+            _ => now + self.rtt.rto(),
+        };
+        let tlp = self.cfg.rack.is_some_and(|r| r.tlp)
+            && self.sack_ok
+            && self.ca == CaState::Open
+            && self.tlp_high_seq.is_none()
+            && self.state == State::Established;
+        if let (true, Some(srtt)) = (tlp, self.rtt.srtt()) {
+            if restart || probe || self.rtx_timer.is_none() {
+                let mut pto = srtt * 2;
+                if self.sq.rtx.len() == 1 {
+                    pto += self
+                        .cfg
+                        .rack
+                        .map_or(Duration::ZERO, |r| r.tlp_max_ack_delay);
+                }
+                let pto_deadline = (now + pto).min(rto_deadline);
+                self.rtx_timer = Some((pto_deadline, TimerKind::Pto));
+                return;
+            }
+        }
+        if restart
+            || self.rtx_timer.is_none()
+            || matches!(self.rtx_timer, Some((_, TimerKind::Pto))) && !tlp
+        {
+            self.rtx_timer = Some((rto_deadline, TimerKind::Rto));
+        }
+    }
+
+    /// Sends what the windows allow: lost segments first, then new data.
+    pub(crate) fn transmit(&mut self, now: Instant) {
+        if self.data_state() {
+            self.transmit_inner(now);
+        }
+        let ack_allowed = match self.state {
+            State::Listen | State::SynSent => false,
+            State::Closed => self.graceful,
+            _ => true,
+        };
+        if self.rcv.ack_now && ack_allowed && self.remote.is_some() {
+            self.send_ack(now);
+        }
+    }
+
+    fn cwnd_allows(&self, amount: u64) -> bool {
+        let pipe = self.pipe();
+        match self.cfg.cwnd_unit {
+            CwndUnit::Packets => pipe < self.cwnd,
+            CwndUnit::Bytes => pipe + amount <= self.cwnd || pipe == 0,
+        }
+    }
+
+    fn transmit_inner(&mut self, now: Instant) {
+        let mut sent_new = false;
+        loop {
+            // 1. Segments marked lost (RFC 6675 NextSeg rule 1).
+            if matches!(self.ca, CaState::Recovery | CaState::Loss) || self.force_rtx {
+                if let Some(i) = self
+                    .sq
+                    .rtx
+                    .iter()
+                    .position(|s| s.lost && !s.retrans_out && !s.sacked)
+                {
+                    let amount = self.sq.rtx[i].amount(self.cfg.cwnd_unit);
+                    if !self.force_rtx && !self.cwnd_allows(amount) {
+                        break;
+                    }
+                    self.force_rtx = false;
+                    let reason = if self.ca == CaState::Loss {
+                        TxReason::TimeoutRetransmit
+                    } else {
+                        TxReason::FastRetransmit
+                    };
+                    self.send_segment(now, i, reason);
+                    continue;
+                }
+                self.force_rtx = false;
+            }
+            // 2. New data (RFC 6675 NextSeg rule 2), within both windows.
+            let Some(next) = self.sq.unsent.front() else {
+                break;
+            };
+            let amount = next.amount(self.cfg.cwnd_unit);
+            let in_rwnd = next.end + 1 <= self.snd_una + self.snd_wnd
+                || self.sq.rtx.is_empty() && next.len() == 0;
+            if !in_rwnd || !self.cwnd_allows(amount) {
+                break;
+            }
+            self.send_new(now);
+            sent_new = true;
+        }
+        if sent_new {
+            self.rearm_timer(now, false, true);
+        } else if self.rtx_timer.is_none() && !self.sq.rtx.is_empty() {
+            self.rearm_timer(now, false, false);
+        }
+    }
+
+    /// The RDB / collapse limit on a packet's total payload.
+    fn bundle_limit(&self) -> u64 {
+        self.cfg
+            .thin
+            .rdb_max_bundle_bytes
+            .map_or(self.mss, |l| u64::from(l).min(self.mss))
+    }
+
+    /// Sends the first unsent segment, with RDB bundling of the unacknowledged
+    /// bytes before it (002 §4.3.1, App. E `tcp_trans_merge_prev`).
+    pub(crate) fn send_new(&mut self, now: Instant) {
+        let Some(mut skb) = self.sq.unsent.pop_front() else {
+            return;
+        };
+        let una_unit = self.snd_una.saturating_sub(1);
+        let mut bundle_start = skb.start;
+        if self.cfg.thin.rdb && !skb.fin && skb.len() > 0 && skb.len() < self.bundle_limit() {
+            if let Some(prev) = self.sq.rtx.back() {
+                // The previous segment's last transmission carried
+                // [prev.bundle_start, prev.end); its unacknowledged part is bundled
+                // whole or not at all (refusals 2, 4, 5 of App. E).
+                let ua_start = prev.bundle_start.max(una_unit);
+                if !prev.sacked && !prev.fin && prev.end == skb.start && ua_start < prev.end {
+                    let total = skb.end - ua_start;
+                    if total <= self.bundle_limit() {
+                        bundle_start = ua_start;
+                    }
+                }
+            }
+        }
+        let mut data = Vec::new();
+        if bundle_start < skb.start {
+            data.push(SentData {
+                units: Units::new(bundle_start, skb.start),
+                bytes: (skb.start - bundle_start) as u32,
+                reason: TxReason::RedundantBundle,
+            });
+            self.mark_resent(now, bundle_start, skb.start);
+        }
+        if skb.len() > 0 {
+            data.push(SentData {
+                units: Units::new(skb.start, skb.end),
+                bytes: skb.len() as u32,
+                reason: TxReason::New,
+            });
+        }
+        skb.bundle_start = bundle_start;
+        skb.xmit = now;
+        let payload = self.sq.bytes(bundle_start, skb.end);
+        let mut flags = Flags::ACK;
+        if skb.len() > 0 {
+            flags |= Flags::PSH;
+        }
+        if skb.fin {
+            flags |= Flags::FIN;
+        }
+        let seq = bundle_start + 1;
+        self.sq.rtx.push_back(skb);
+        self.emit(now, seq, flags, payload, data, false);
+    }
+
+    /// Marks the segments covering `[start, end)` as sent again (a redundant
+    /// or bundled copy): Karn's rule applies to them and RACK sees the new time.
+    fn mark_resent(&mut self, now: Instant, start: u64, end: u64) {
+        for s in self.sq.rtx.iter_mut() {
+            if s.end <= start || s.len() == 0 {
+                continue;
+            }
+            if s.start >= end {
+                break;
+            }
+            s.retransmitted = true;
+            s.xmit = now;
+            if s.lost && !s.sacked {
+                s.retrans_out = true;
+            }
+        }
+    }
+
+    /// Retransmits scoreboard segment `i` (or probes with it), bundling the
+    /// following outstanding segments when RDB (002 §4.3.2) or Linux's
+    /// retransmission collapsing applies.
+    pub(crate) fn send_segment(&mut self, now: Instant, i: usize, reason: TxReason) {
+        self.stats.retransmissions += 1;
+        let (start, mut end, mut fin) = {
+            let s = &mut self.sq.rtx[i];
+            s.retransmitted = true;
+            s.xmit = now;
+            s.retrans_out = true;
+            (s.start, s.end, s.fin)
+        };
+        let limit = self.bundle_limit();
+        if self.cfg.thin.rdb && !fin && reason != TxReason::Probe {
+            let mut j = i + 1;
+            while j < self.sq.rtx.len() {
+                let n = &self.sq.rtx[j];
+                if n.sacked || n.start != end || (n.end - start) > limit {
+                    break;
+                }
+                if n.end + 1 + u64::from(n.fin) > self.snd_una + self.snd_wnd.max(1) {
+                    break;
+                }
+                end = n.end;
+                fin = n.fin;
+                j += 1;
+                if fin {
+                    break;
+                }
+            }
+        }
+        let mut data = Vec::new();
+        let own_end = self.sq.rtx[i].end;
+        if own_end > start {
+            data.push(SentData {
+                units: Units::new(start, own_end),
+                bytes: (own_end - start) as u32,
+                reason,
+            });
+        }
+        if end > own_end {
+            data.push(SentData {
+                units: Units::new(own_end, end),
+                bytes: (end - own_end) as u32,
+                reason: TxReason::BundledOnRetransmit,
+            });
+            self.mark_resent(now, own_end, end);
+        }
+        let payload = self.sq.bytes(start, end);
+        let mut flags = Flags::ACK;
+        if end > start {
+            flags |= Flags::PSH;
+        }
+        if fin {
+            flags |= Flags::FIN;
+        }
+        self.emit(now, start + 1, flags, payload, data, false);
+    }
+
+    /// Called after every input: tracing of changed variables.
+    pub(crate) fn after_event(&mut self, now: Instant) {
+        self.trace_changes(now);
+    }
+}

@@ -1,0 +1,432 @@
+//! The TCP segment codec: a real RFC 9293 header with the options this model
+//! uses (MSS, window scale, SACK-permitted, SACK blocks, timestamps).
+//!
+//! A segment is carried as the whole payload of a [`thinstream_base::Datagram`]:
+//! `payload = TCP header (20 bytes) + options (padded to 4 bytes) + data`.
+//! The IP header is not encoded; the wire size of a segment is
+//! `IP_HEADER_BYTES + payload.len()` (see [`wire_bytes`]). The checksum is the
+//! real TCP checksum over the IPv4/IPv6 pseudo-header built from the
+//! datagram's addresses, so a link that corrupts bits makes the segment fail
+//! to parse instead of delivering wrong bytes.
+//!
+//! Parsing never panics: every malformed input is a [`SegmentError`].
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+/// Bytes of the (IPv4, option-less) IP header the simulator should add to
+/// `Datagram.payload.len()` to obtain the size of the packet on the wire.
+pub const IP_HEADER_BYTES: usize = 20;
+/// Bytes of a TCP header without options.
+pub const TCP_HEADER_BYTES: usize = 20;
+/// The most option bytes a TCP header can carry (data offset of 15 words).
+pub const MAX_OPTION_BYTES: usize = 40;
+
+/// On-the-wire size of a datagram payload produced by this crate.
+pub const fn wire_bytes(payload_len: usize) -> usize {
+    IP_HEADER_BYTES + payload_len
+}
+
+/// TCP control flags (RFC 9293 §3.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags(pub u8);
+
+impl Flags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+
+    pub const fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+    pub fn fin(self) -> bool {
+        self.has(Self::FIN)
+    }
+    pub fn syn(self) -> bool {
+        self.has(Self::SYN)
+    }
+    pub fn rst(self) -> bool {
+        self.has(Self::RST)
+    }
+    pub fn ack(self) -> bool {
+        self.has(Self::ACK)
+    }
+}
+
+/// The options of one segment. Unknown options are skipped when parsing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Maximum segment size (kind 2, SYN only).
+    pub mss: Option<u16>,
+    /// Window scale shift (kind 3, SYN only, RFC 7323 §2).
+    pub window_scale: Option<u8>,
+    /// SACK-permitted (kind 4, SYN only, RFC 2018 §2).
+    pub sack_permitted: bool,
+    /// SACK blocks as wire sequence numbers `[left, right)` (kind 5, RFC 2018 §3).
+    pub sack: Vec<(u32, u32)>,
+    /// Timestamps `(TSval, TSecr)` (kind 8, RFC 7323 §3).
+    pub timestamps: Option<(u32, u32)>,
+}
+
+impl Options {
+    /// Encoded length including padding to a multiple of 4.
+    pub fn encoded_len(&self) -> usize {
+        let mut n = 0;
+        if self.mss.is_some() {
+            n += 4;
+        }
+        if self.window_scale.is_some() {
+            n += 4; // NOP + 3-byte option
+        }
+        if self.timestamps.is_some() {
+            n += 12; // NOP NOP + 10-byte option (the usual Linux layout)
+        }
+        if self.sack_permitted && self.timestamps.is_none() {
+            n += 4; // NOP NOP + 2-byte option
+        } else if self.sack_permitted {
+            // Linux puts SACK-permitted in front of the timestamp, replacing its two NOPs.
+        }
+        if !self.sack.is_empty() {
+            n += 4 + 8 * self.sack.len(); // NOP NOP kind len + blocks
+        }
+        n
+    }
+
+    /// How many SACK blocks fit next to the other options (RFC 2018 §3: 4
+    /// without timestamps, 3 with).
+    pub fn max_sack_blocks(timestamps: bool) -> usize {
+        if timestamps {
+            3
+        } else {
+            4
+        }
+    }
+
+    fn emit(&self, out: &mut Vec<u8>) {
+        if let Some(mss) = self.mss {
+            out.extend_from_slice(&[2, 4]);
+            out.extend_from_slice(&mss.to_be_bytes());
+        }
+        match (self.sack_permitted, self.timestamps) {
+            (true, Some((val, ecr))) => {
+                out.extend_from_slice(&[4, 2, 8, 10]);
+                out.extend_from_slice(&val.to_be_bytes());
+                out.extend_from_slice(&ecr.to_be_bytes());
+            }
+            (false, Some((val, ecr))) => {
+                out.extend_from_slice(&[1, 1, 8, 10]);
+                out.extend_from_slice(&val.to_be_bytes());
+                out.extend_from_slice(&ecr.to_be_bytes());
+            }
+            (true, None) => out.extend_from_slice(&[1, 1, 4, 2]),
+            (false, None) => {}
+        }
+        if let Some(shift) = self.window_scale {
+            out.extend_from_slice(&[1, 3, 3, shift]);
+        }
+        if !self.sack.is_empty() {
+            out.extend_from_slice(&[1, 1, 5, (2 + 8 * self.sack.len()) as u8]);
+            for (l, r) in &self.sack {
+                out.extend_from_slice(&l.to_be_bytes());
+                out.extend_from_slice(&r.to_be_bytes());
+            }
+        }
+    }
+
+    fn parse(mut b: &[u8]) -> Result<Options, SegmentError> {
+        let mut o = Options::default();
+        while let Some((&kind, rest)) = b.split_first() {
+            match kind {
+                0 => break,
+                1 => {
+                    b = rest;
+                    continue;
+                }
+                _ => {}
+            }
+            let len = *rest.first().ok_or(SegmentError::BadOption { kind })? as usize;
+            if len < 2 || len > b.len() {
+                return Err(SegmentError::BadOption { kind });
+            }
+            let body = &b[2..len];
+            match kind {
+                2 if len == 4 => o.mss = Some(u16::from_be_bytes([body[0], body[1]])),
+                3 if len == 3 => o.window_scale = Some(body[0].min(14)),
+                4 if len == 2 => o.sack_permitted = true,
+                5 if len >= 10 && (len - 2) % 8 == 0 => {
+                    for block in body.chunks_exact(8) {
+                        let l = u32::from_be_bytes([block[0], block[1], block[2], block[3]]);
+                        let r = u32::from_be_bytes([block[4], block[5], block[6], block[7]]);
+                        o.sack.push((l, r));
+                    }
+                }
+                8 if len == 10 => {
+                    let val = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+                    let ecr = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                    o.timestamps = Some((val, ecr));
+                }
+                2..=5 | 8 => return Err(SegmentError::BadOption { kind }),
+                _ => {} // unknown option: skipped (RFC 9293 §3.2)
+            }
+            b = &b[len..];
+        }
+        Ok(o)
+    }
+}
+
+/// One parsed or to-be-emitted segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: Flags,
+    /// The raw 16-bit window field (unscaled).
+    pub window: u16,
+    pub options: Options,
+    pub payload: Vec<u8>,
+}
+
+/// Why a byte string is not a TCP segment this model accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SegmentError {
+    /// Shorter than a TCP header.
+    Truncated { len: usize },
+    /// The data offset points outside the datagram or below 20 bytes.
+    BadDataOffset { offset: usize, len: usize },
+    /// A malformed option of the given kind.
+    BadOption { kind: u8 },
+    /// The checksum does not match the pseudo-header and contents.
+    BadChecksum,
+    /// The options do not fit in 40 bytes (emit side).
+    OptionsTooLong { len: usize },
+}
+
+impl fmt::Display for SegmentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SegmentError::Truncated { len } => write!(f, "truncated segment of {len} bytes"),
+            SegmentError::BadDataOffset { offset, len } => {
+                write!(f, "data offset {offset} invalid for a {len}-byte segment")
+            }
+            SegmentError::BadOption { kind } => write!(f, "malformed TCP option of kind {kind}"),
+            SegmentError::BadChecksum => write!(f, "TCP checksum mismatch"),
+            SegmentError::OptionsTooLong { len } => {
+                write!(f, "{len} option bytes exceed the 40-byte limit")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SegmentError {}
+
+impl SegmentError {
+    /// Short stable name for [`thinstream_base::trace::Record::Discarded`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            SegmentError::Truncated { .. } => "truncated",
+            SegmentError::BadDataOffset { .. } => "bad-data-offset",
+            SegmentError::BadOption { .. } => "bad-option",
+            SegmentError::BadChecksum => "bad-checksum",
+            SegmentError::OptionsTooLong { .. } => "options-too-long",
+        }
+    }
+}
+
+impl Segment {
+    /// Encodes the segment with a checksum over the pseudo-header of `src`/`dst`.
+    pub fn encode(&self, src: SocketAddr, dst: SocketAddr) -> Result<Vec<u8>, SegmentError> {
+        let opt_len = self.options.encoded_len();
+        if opt_len > MAX_OPTION_BYTES {
+            return Err(SegmentError::OptionsTooLong { len: opt_len });
+        }
+        let header = TCP_HEADER_BYTES + opt_len;
+        let mut out = Vec::with_capacity(header + self.payload.len());
+        out.extend_from_slice(&self.src_port.to_be_bytes());
+        out.extend_from_slice(&self.dst_port.to_be_bytes());
+        out.extend_from_slice(&self.seq.to_be_bytes());
+        out.extend_from_slice(&self.ack.to_be_bytes());
+        out.push(((header / 4) as u8) << 4);
+        out.push(self.flags.0);
+        out.extend_from_slice(&self.window.to_be_bytes());
+        out.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
+        self.options.emit(&mut out);
+        debug_assert_eq!(out.len(), header);
+        out.extend_from_slice(&self.payload);
+        let sum = checksum(src.ip(), dst.ip(), &out);
+        out[16..18].copy_from_slice(&sum.to_be_bytes());
+        Ok(out)
+    }
+
+    /// Parses a segment; `src`/`dst` are the datagram's addresses (for the checksum).
+    pub fn decode(bytes: &[u8], src: SocketAddr, dst: SocketAddr) -> Result<Segment, SegmentError> {
+        if bytes.len() < TCP_HEADER_BYTES {
+            return Err(SegmentError::Truncated { len: bytes.len() });
+        }
+        let offset = usize::from(bytes[12] >> 4) * 4;
+        if offset < TCP_HEADER_BYTES || offset > bytes.len() {
+            return Err(SegmentError::BadDataOffset {
+                offset,
+                len: bytes.len(),
+            });
+        }
+        if checksum(src.ip(), dst.ip(), bytes) != 0 {
+            return Err(SegmentError::BadChecksum);
+        }
+        let be16 = |i: usize| u16::from_be_bytes([bytes[i], bytes[i + 1]]);
+        let be32 =
+            |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        Ok(Segment {
+            src_port: be16(0),
+            dst_port: be16(2),
+            seq: be32(4),
+            ack: be32(8),
+            flags: Flags(bytes[13] & 0x3F),
+            window: be16(14),
+            options: Options::parse(&bytes[TCP_HEADER_BYTES..offset])?,
+            payload: bytes[offset..].to_vec(),
+        })
+    }
+}
+
+/// RFC 1071 ones'-complement sum over the pseudo-header (RFC 9293 §3.1,
+/// RFC 8200 §8.1) and the segment. Verifying a correct segment yields 0.
+fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
+    let mut sum: u64 = 0;
+    let mut add = |b: &[u8]| {
+        let mut chunks = b.chunks_exact(2);
+        for c in &mut chunks {
+            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
+        }
+        if let [last] = chunks.remainder() {
+            sum += u64::from(u16::from_be_bytes([*last, 0]));
+        }
+    };
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            add(&s.octets());
+            add(&d.octets());
+            add(&[0, 6]);
+            add(&(segment.len() as u16).to_be_bytes());
+        }
+        _ => {
+            let v6 = |a: IpAddr| match a {
+                IpAddr::V4(v) => v.to_ipv6_mapped().octets(),
+                IpAddr::V6(v) => v.octets(),
+            };
+            add(&v6(src));
+            add(&v6(dst));
+            add(&(segment.len() as u32).to_be_bytes());
+            add(&[0, 0, 0, 6]);
+        }
+    }
+    add(segment);
+    while sum >> 16 != 0 {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs() -> (SocketAddr, SocketAddr) {
+        (
+            "10.0.0.1:4000".parse().unwrap(),
+            "10.0.0.2:80".parse().unwrap(),
+        )
+    }
+
+    #[test]
+    fn round_trip_with_all_options() {
+        let (a, b) = addrs();
+        let seg = Segment {
+            src_port: 4000,
+            dst_port: 80,
+            seq: 0xFFFF_FFF0,
+            ack: 12345,
+            flags: Flags(Flags::SYN | Flags::ACK),
+            window: 65535,
+            options: Options {
+                mss: Some(1460),
+                window_scale: Some(7),
+                sack_permitted: true,
+                sack: vec![],
+                timestamps: Some((1, 2)),
+            },
+            payload: vec![],
+        };
+        let bytes = seg.encode(a, b).unwrap();
+        assert_eq!(bytes.len(), 20 + seg.options.encoded_len());
+        assert_eq!(bytes.len() % 4, 0);
+        assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
+    }
+
+    #[test]
+    fn data_segment_with_sack_and_timestamps_is_32_bytes_of_header_plus_blocks() {
+        let (a, b) = addrs();
+        let seg = Segment {
+            src_port: 4000,
+            dst_port: 80,
+            seq: 7,
+            ack: 9,
+            flags: Flags(Flags::ACK | Flags::PSH),
+            window: 100,
+            options: Options {
+                timestamps: Some((5, 6)),
+                sack: vec![(100, 200), (300, 400)],
+                ..Options::default()
+            },
+            payload: vec![1, 2, 3],
+        };
+        let bytes = seg.encode(a, b).unwrap();
+        assert_eq!(bytes.len(), 20 + 12 + 4 + 16 + 3);
+        assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
+    }
+
+    #[test]
+    fn corruption_and_garbage_are_errors_not_panics() {
+        let (a, b) = addrs();
+        let seg = Segment {
+            src_port: 1,
+            dst_port: 2,
+            seq: 3,
+            ack: 4,
+            flags: Flags(Flags::ACK),
+            window: 5,
+            options: Options::default(),
+            payload: b"hello".to_vec(),
+        };
+        let mut bytes = seg.encode(a, b).unwrap();
+        bytes[22] ^= 0x40;
+        assert_eq!(
+            Segment::decode(&bytes, a, b),
+            Err(SegmentError::BadChecksum)
+        );
+        let mut rng = thinstream_base::Seed(5).rng();
+        for len in 0..80 {
+            for _ in 0..50 {
+                let mut junk = vec![0u8; len];
+                rng.fill_bytes(&mut junk);
+                let _ = Segment::decode(&junk, a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_option_length_is_rejected() {
+        assert_eq!(
+            Options::parse(&[5, 30, 0, 0]),
+            Err(SegmentError::BadOption { kind: 5 })
+        );
+        assert_eq!(
+            Options::parse(&[2]),
+            Err(SegmentError::BadOption { kind: 2 })
+        );
+        assert!(Options::parse(&[1, 1, 0, 99]).is_ok());
+    }
+}
