@@ -40,6 +40,7 @@ pub struct SendReport {
 /// 4. corruption of a copy that the queue accepted;
 /// 5. propagation delay, jitter, reordering.
 pub struct Link {
+    config: LinkConfig,
     outages: Vec<crate::config::Outage>,
     predicate: Option<DropPredicate>,
     listed: ListedDrops,
@@ -87,6 +88,7 @@ impl Link {
         config.validate()?;
         let rng = |label: &str| seed.derive(label).rng();
         Ok(Link {
+            config: config.clone(),
             outages: config.outages.clone(),
             predicate: None,
             listed: ListedDrops::new(&config.drop_packets),
@@ -120,7 +122,33 @@ impl Link {
         })
     }
 
-    /// Adds a drop predicate (not part of [`LinkConfig`]: closures are not data).
+    /// Adds a drop predicate (not part of [`LinkConfig`]: closures are not
+    /// data). It is called once for every offered datagram, in offer order,
+    /// so it may keep state, e.g. drop only the first packet that matches:
+    ///
+    /// ```
+    /// use thinstream_base::{Datagram, Instant, Seed};
+    /// use thinstream_link::{DropCause, Link, LinkConfig};
+    ///
+    /// // Drop the first datagram whose payload starts with 0x07, once.
+    /// let mut armed = true;
+    /// let mut link = Link::new(&LinkConfig::perfect(), Seed(1)).with_drop_predicate(move |d| {
+    ///     let hit = armed && d.payload.first() == Some(&0x07);
+    ///     armed &= !hit;
+    ///     hit
+    /// });
+    /// let d = |b: u8| Datagram {
+    ///     src: "10.0.0.1:1".parse().unwrap(),
+    ///     dst: "10.0.0.2:1".parse().unwrap(),
+    ///     payload: vec![b; 8],
+    /// };
+    /// let mut out = Vec::new();
+    /// let first = link.send_report(Instant::ZERO, d(7), &mut out);
+    /// let again = link.send_report(Instant::ZERO, d(7), &mut out);
+    /// assert_eq!(first.dropped, Some(DropCause::Predicate));
+    /// assert_eq!(again.dropped, None);
+    /// assert_eq!(out.len(), 1);
+    /// ```
     pub fn with_drop_predicate(
         mut self,
         predicate: impl FnMut(&Datagram) -> bool + Send + 'static,
@@ -233,6 +261,11 @@ impl Link {
             out.push((arrival, d));
         }
         report
+    }
+
+    /// The config this link was built from (for printing a run's parameters).
+    pub fn config(&self) -> &LinkConfig {
+        &self.config
     }
 
     /// Counters so far.

@@ -54,6 +54,18 @@ fn assert_balanced(s: &LinkStats) {
     );
 }
 
+// A link can move to another thread (the real-time emulator runs one per
+// direction) and keeps the config it was built from.
+#[test]
+fn link_is_send_and_keeps_its_config() {
+    fn assert_send<T: Send>(_: &T) {}
+    let c = netem("delay 10ms loss 1%");
+    let l = Link::new(&c, Seed(1)).with_drop_predicate(|_| false);
+    assert_send(&l);
+    assert_eq!(l.config(), &c);
+    assert!(format!("{l:?}").contains("has_predicate: true"));
+}
+
 // A perfect link delivers everything at once, in order.
 #[test]
 fn perfect_link_delivers_immediately() {

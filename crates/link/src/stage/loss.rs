@@ -166,6 +166,63 @@ mod tests {
         );
     }
 
+    // Full Gilbert-Elliott: mean loss-burst length against the closed form
+    // m / P(loss at n, no loss at n+1), where that pair probability is
+    // sum over s, s' of pi_s e_s T(s, s') (1 - e_s'). The bound is 4 sigma of
+    // the batch-means estimate (100 batches of 10^4 packets).
+    #[test]
+    fn gilbert_elliott_mean_burst_matches_closed_form() {
+        let (p, r, e_bad, e_good) = (0.03, 0.2, 0.8, 0.01);
+        let model = LossModel::GilbertElliott {
+            p: prob(p),
+            r: prob(r),
+            loss_in_bad: prob(e_bad),
+            loss_in_good: prob(e_good),
+        };
+        let pb = p / (p + r);
+        let pi = [1.0 - pb, pb];
+        let e = [e_good, e_bad];
+        let t = [[1.0 - p, p], [r, 1.0 - r]];
+        let mut end_of_burst = 0.0;
+        for s in 0..2 {
+            for s2 in 0..2 {
+                end_of_burst += pi[s] * e[s] * t[s][s2] * (1.0 - e[s2]);
+            }
+        }
+        let mean_loss = model.mean_loss();
+        let expected = mean_loss / end_of_burst;
+
+        let mut l = LossProcess::new(model, Seed(15).rng());
+        let (batches, per_batch) = (100, 10_000);
+        let mut batch_means = Vec::new();
+        let (mut total_lost, mut total_ends, mut prev) = (0u64, 0u64, false);
+        for _ in 0..batches {
+            let (mut lost, mut ends) = (0u64, 0u64);
+            for _ in 0..per_batch {
+                let now = l.next_lost();
+                lost += u64::from(now);
+                ends += u64::from(prev && !now);
+                prev = now;
+            }
+            batch_means.push(lost as f64 / ends as f64);
+            total_lost += lost;
+            total_ends += ends;
+        }
+        let estimate = total_lost as f64 / total_ends as f64;
+        let mean = batch_means.iter().sum::<f64>() / batches as f64;
+        let var =
+            batch_means.iter().map(|b| (b - mean).powi(2)).sum::<f64>() / (batches - 1) as f64;
+        let sd = (var / batches as f64).sqrt();
+        assert!(
+            (estimate - expected).abs() < 4.0 * sd,
+            "mean burst {estimate}, expected {expected} ± {}",
+            4.0 * sd
+        );
+        // The model is genuinely bursty: bursts are longer than Bernoulli
+        // loss at the same rate would give (1 / (1 - m)).
+        assert!(expected > 1.5 / (1.0 - mean_loss), "{expected}");
+    }
+
     // gemodel with only p (r = 1 - p, 1-h = 1, 1-k = 0, the tc-netem(8)
     // defaults) is Bernoulli: the chance of a loss after a loss equals p.
     #[test]
