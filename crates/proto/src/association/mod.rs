@@ -1,0 +1,744 @@
+//! One end of one SCTP association (RFC 9260), sans-IO.
+//!
+//! Split by responsibility: [`handshake`] (setup, teardown, collisions,
+//! verification-tag exceptions), `sender` (send queue, SACK processing,
+//! retransmission, packetization of DATA), `receiver` (TSN tracking,
+//! reassembly, ordered/unordered delivery, SACK generation), `timers`,
+//! `rto`, [`congestion`].
+
+pub mod congestion;
+mod handshake;
+mod receiver;
+pub(crate) mod rto;
+mod sender;
+mod timers;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
+use thinstream_base::trace::Record;
+use thinstream_base::{Datagram, Duration, Instant, Rng, Seed};
+
+use crate::config::Config;
+use crate::cookie::CookieKey;
+use crate::mechanism::SenderView;
+use crate::trace::{Stats, Tracer};
+use crate::wire::{Chunk, Packet, Tsn, COMMON_HEADER_LEN};
+
+use congestion::Congestion;
+pub(crate) use handshake::{answer_init_statelessly, ootb_response};
+use receiver::Receiver;
+use rto::RtoEstimator;
+use sender::Sender;
+use timers::{Timer, TimerTable};
+
+/// Association states (RFC 9260 §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum State {
+    Closed,
+    CookieWait,
+    CookieEchoed,
+    Established,
+    ShutdownPending,
+    ShutdownSent,
+    ShutdownReceived,
+    ShutdownAckSent,
+}
+
+impl State {
+    /// The stable name used in `Record::State`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::CookieWait => "cookie-wait",
+            State::CookieEchoed => "cookie-echoed",
+            State::Established => "established",
+            State::ShutdownPending => "shutdown-pending",
+            State::ShutdownSent => "shutdown-sent",
+            State::ShutdownReceived => "shutdown-received",
+            State::ShutdownAckSent => "shutdown-ack-sent",
+        }
+    }
+}
+
+/// One end of one SCTP association with one peer address (single-homed: the
+/// INIT carries no address parameters, peer address parameters are
+/// recorded and never contacted; only the address packets come from is used).
+///
+/// # Drive contract (see `thinstream_base::drive`)
+///
+/// Methods fall into four groups:
+/// - **inputs**: [`Transport::handle_datagram`] (or [`Association::handle_packet`]
+///   with an already parsed packet), [`Transport::handle_timeout`];
+/// - **application commands**: [`Transport::send`], [`Transport::close`],
+///   [`Association::abort`];
+/// - **outputs**: [`Transport::poll_transmit`] (or [`Association::poll_packet`]
+///   for the representation), [`Transport::poll_app`], [`Transport::poll_trace`];
+/// - **getters** (`&self`).
+///
+/// After every input or command, drain `poll_transmit` until `None`, then
+/// `poll_app` and `poll_trace` until `None`, then read `poll_timeout` and
+/// wait until that deadline or the next input. Every input and command may
+/// change `poll_timeout`; outputs never make it later than what was last read
+/// unless they also consumed work. `handle_timeout` before the deadline is a
+/// no-op; `now` must never decrease between calls.
+#[derive(Debug)]
+pub struct Association {
+    pub(crate) config: Config,
+    pub(crate) local: SocketAddr,
+    pub(crate) remote: Option<SocketAddr>,
+    pub(crate) state: State,
+    /// Answers INITs statelessly and accepts a valid COOKIE ECHO while Closed.
+    pub(crate) listening: bool,
+    /// Ever left CLOSED (a TCB existed): decides OOTB handling once closed.
+    pub(crate) had_tcb: bool,
+    pub(crate) rng: Rng,
+    pub(crate) cookie_key: CookieKey,
+    pub(crate) local_tag: u32,
+    pub(crate) peer_tag: u32,
+    pub(crate) peer_port: u16,
+    pub(crate) out_streams: u16,
+    pub(crate) in_streams: u16,
+    pub(crate) peer_forward_tsn: bool,
+    /// Addresses the peer listed in its INIT / INIT ACK: recorded, never used.
+    pub(crate) peer_addresses: Vec<std::net::IpAddr>,
+    /// Our INIT (for T1-init retransmission and §5.2.1 answers).
+    pub(crate) init: Option<crate::wire::InitChunk>,
+    /// The cookie we echo (T1-cookie retransmission).
+    pub(crate) cookie: Option<Bytes>,
+    pub(crate) init_retransmits: u32,
+    pub(crate) error_count: u32,
+    pub(crate) path_error_count: u32,
+    pub(crate) timers: TimerTable,
+    pub(crate) rto: RtoEstimator,
+    pub(crate) cc: Congestion,
+    pub(crate) tx: Sender,
+    pub(crate) rx: Receiver,
+    /// Control chunks for the next packet(s), sent with the peer's tag.
+    pub(crate) control: VecDeque<Chunk>,
+    /// Whole packets with their own destination and tag (INIT ACK answers,
+    /// ABORT, SHUTDOWN COMPLETE, OOTB responses).
+    pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
+    pub(crate) app: VecDeque<AppEvent>,
+    pub(crate) tracer: Tracer,
+    pub(crate) stats: Stats,
+    /// Outstanding heartbeat: (nonce, sent at).
+    pub(crate) heartbeat: Option<(u64, Instant)>,
+    /// Data packets sent since the last input (Max.Burst, §6.1).
+    pub(crate) burst: u32,
+    pub(crate) closed_reported: bool,
+    /// Scratch for outgoing chunk lists (avoids per-packet allocation).
+    scratch_chunks: Vec<Chunk>,
+}
+
+impl Association {
+    /// Active open: queue an INIT to `remote` (state COOKIE-WAIT). Tags,
+    /// initial TSN and the cookie secret come from `seed`.
+    pub fn connect(
+        config: Config,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seed: Seed,
+    ) -> Self {
+        let mut a = Self::new(config, local, seed, None);
+        a.remote = Some(remote);
+        a.peer_port = a.config.remote_port;
+        a.start_connect(now);
+        a
+    }
+
+    /// Active open sharing an endpoint's cookie key.
+    pub(crate) fn connect_with_key(
+        config: Config,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seed: Seed,
+        key: CookieKey,
+    ) -> Self {
+        let mut a = Self::new(config, local, seed, Some(key));
+        a.remote = Some(remote);
+        a.peer_port = a.config.remote_port;
+        a.start_connect(now);
+        a
+    }
+
+    /// Passive open for exactly one peer: answer INITs statelessly and
+    /// become established on the first valid COOKIE ECHO; packets from other
+    /// addresses are discarded afterwards. For many peers use
+    /// [`Endpoint`](crate::Endpoint).
+    pub fn accept(config: Config, _now: Instant, local: SocketAddr, seed: Seed) -> Self {
+        let mut a = Self::new(config, local, seed, None);
+        a.listening = true;
+        a
+    }
+
+    /// A listening association sharing an endpoint's cookie key.
+    pub(crate) fn for_endpoint(
+        config: Config,
+        local: SocketAddr,
+        seed: Seed,
+        key: CookieKey,
+    ) -> Self {
+        let mut a = Self::new(config, local, seed, Some(key));
+        a.listening = true;
+        a
+    }
+
+    fn new(config: Config, local: SocketAddr, seed: Seed, key: Option<CookieKey>) -> Self {
+        let mut rng = seed.derive("association").rng();
+        let cookie_key = key.unwrap_or_else(|| {
+            CookieKey::generate(
+                &mut seed.derive("cookie-secret").rng(),
+                config.valid_cookie_life,
+            )
+        });
+        let mtu = config.mtu_bytes();
+        let initial_tsn = Tsn(rng.next_u32());
+        Association {
+            local,
+            remote: None,
+            state: State::Closed,
+            listening: false,
+            had_tcb: false,
+            cookie_key,
+            local_tag: 0,
+            peer_tag: 0,
+            peer_port: config.remote_port,
+            out_streams: 0,
+            in_streams: 0,
+            peer_forward_tsn: false,
+            peer_addresses: Vec::new(),
+            init: None,
+            cookie: None,
+            init_retransmits: 0,
+            error_count: 0,
+            path_error_count: 0,
+            timers: TimerTable::default(),
+            rto: RtoEstimator::new(config.rto_initial),
+            cc: Congestion::new(config.initial_cwnd_bytes(), mtu),
+            tx: Sender::new(initial_tsn, 0),
+            rx: Receiver::new(Tsn(0), config.receive_buffer),
+            control: VecDeque::new(),
+            stateless: VecDeque::new(),
+            app: VecDeque::new(),
+            tracer: Tracer::new(config.trace),
+            stats: Stats::default(),
+            heartbeat: None,
+            burst: 0,
+            closed_reported: false,
+            scratch_chunks: Vec::new(),
+            rng,
+            config,
+        }
+    }
+
+    // ----- getters -------------------------------------------------------
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+    /// The peer's address, once known.
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.remote
+    }
+    /// Our verification tag (the peer puts it in every packet to us).
+    pub fn local_tag(&self) -> u32 {
+        self.local_tag
+    }
+    /// The peer's verification tag.
+    pub fn peer_tag(&self) -> u32 {
+        self.peer_tag
+    }
+    /// Addresses the peer announced (recorded only, never contacted).
+    pub fn peer_addresses(&self) -> &[std::net::IpAddr] {
+        &self.peer_addresses
+    }
+    /// Whether the peer announced FORWARD TSN support (RFC 3758).
+    pub fn peer_supports_forward_tsn(&self) -> bool {
+        self.peer_forward_tsn
+    }
+    /// Negotiated outbound streams (0 before the handshake).
+    pub fn outbound_streams(&self) -> u16 {
+        self.out_streams
+    }
+    /// Negotiated inbound streams.
+    pub fn inbound_streams(&self) -> u16 {
+        self.in_streams
+    }
+    pub fn rto(&self) -> Duration {
+        self.rto.rto
+    }
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rto.srtt
+    }
+    pub fn congestion(&self) -> Congestion {
+        self.cc
+    }
+    /// Payload bytes in flight.
+    pub fn flight_size(&self) -> u32 {
+        self.tx.flight
+    }
+    /// The peer's receive window as last computed (§6.2.1).
+    pub fn peer_rwnd(&self) -> u32 {
+        self.tx.peer_rwnd
+    }
+    /// Bytes of user data queued and not yet cumulatively acknowledged.
+    pub fn buffered_send_bytes(&self) -> usize {
+        self.tx.queued_bytes
+    }
+    /// The receive window we would advertise now.
+    pub fn local_rwnd(&self) -> u32 {
+        self.rx.a_rwnd()
+    }
+    /// Whether nothing is queued or in flight (all data acknowledged).
+    pub fn is_idle(&self) -> bool {
+        self.tx.chunks.is_empty()
+    }
+    /// A snapshot of the sender as the mechanism hooks see it.
+    pub fn sender_view(&self, now: Instant) -> SenderView {
+        self.view(now)
+    }
+    /// Whether there is anything for `poll_app`, `poll_trace` or
+    /// `poll_transmit` without new input (used by endpoints to reap).
+    pub fn has_pending_output(&self) -> bool {
+        !self.app.is_empty() || !self.tracer.is_empty() || !self.stateless.is_empty()
+    }
+
+    // ----- application commands -----------------------------------------
+
+    /// Abort the association (user-initiated ABORT, §9.1): send ABORT with
+    /// a "User-Initiated Abort" cause carrying `reason`, drop all queued
+    /// data, report `Closed { error }`.
+    pub fn abort(&mut self, now: Instant, reason: &str) {
+        if self.state == State::Closed {
+            return;
+        }
+        let cause = crate::wire::ErrorCause::user_initiated_abort(Bytes::copy_from_slice(
+            reason.as_bytes(),
+        ));
+        if self.state != State::CookieWait {
+            self.queue_abort(vec![cause], false);
+        }
+        self.enter_closed(now, Some(format!("aborted locally: {reason}")));
+    }
+
+    // ----- inputs --------------------------------------------------------
+
+    /// A parsed packet from `src` (`wire_len` = its size on the wire, for
+    /// statistics). [`Transport::handle_datagram`] parses and calls this.
+    pub fn handle_packet(
+        &mut self,
+        now: Instant,
+        src: SocketAddr,
+        packet: Packet,
+        wire_len: usize,
+    ) {
+        self.burst = 0;
+        self.stats.packets_received += 1;
+        self.stats.bytes_received += wire_len as u64;
+        self.tracer.record(|| Record::PacketReceived {
+            time: now,
+            wire_bytes: wire_len as u32,
+        });
+        self.process_packet(now, src, packet);
+    }
+
+    /// The next packet to send, as a representation (destination, packet).
+    /// [`Transport::poll_transmit`] encodes it.
+    pub fn poll_packet(&mut self, now: Instant) -> Option<(SocketAddr, Packet)> {
+        let out = self.build_packet(now)?;
+        let wire = out.1.encoded_len();
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += wire as u64;
+        if self.tracer.enabled() {
+            let data: Vec<_> = self.tx.last_sent_data.drain(..).collect();
+            let control = (out.1.chunks.len() - data.len()) as u16;
+            self.tracer.record(|| Record::PacketSent {
+                time: now,
+                wire_bytes: wire as u32,
+                data,
+                control,
+            });
+        }
+        Some(out)
+    }
+
+    // ----- internals shared by the submodules ----------------------------
+
+    pub(crate) fn view(&self, now: Instant) -> SenderView {
+        SenderView {
+            now,
+            packets_in_flight: self.tx.packets_in_flight(),
+            flight_size: self.tx.flight,
+            outstanding_chunks: self.tx.outstanding_chunks(),
+            unsent_chunks: (self.tx.chunks.len() - self.tx.next_unsent) as u32,
+            cwnd: self.cc.cwnd,
+            ssthresh: self.cc.ssthresh,
+            mtu: self.cc.mtu,
+            peer_rwnd: self.tx.peer_rwnd,
+            srtt: self.rto.srtt,
+            rto: self.rto.rto,
+        }
+    }
+
+    pub(crate) fn set_state(&mut self, now: Instant, state: State) {
+        if self.state == state {
+            return;
+        }
+        self.state = state;
+        if state != State::Closed {
+            self.had_tcb = true;
+        }
+        self.tracer.record(|| Record::State {
+            time: now,
+            state: state.name().to_string(),
+        });
+    }
+
+    /// Destroy the TCB: stop timers, drop queued data, report `Closed`.
+    pub(crate) fn enter_closed(&mut self, now: Instant, error: Option<String>) {
+        if self.state == State::Closed {
+            return;
+        }
+        self.set_state(now, State::Closed);
+        self.listening = false;
+        self.timers.stop_all();
+        self.control.clear();
+        self.tx.clear();
+        if !self.closed_reported {
+            self.closed_reported = true;
+            self.app.push_back(AppEvent::Closed { error });
+        }
+    }
+
+    pub(crate) fn discard(&mut self, now: Instant, why: &'static str) {
+        self.stats.discarded_packets += 1;
+        self.tracer.record(|| Record::Discarded {
+            time: now,
+            why: why.to_string(),
+        });
+    }
+
+    pub(crate) fn record_rto(&mut self, now: Instant) {
+        let (rto, srtt) = (self.rto.rto, self.rto.srtt);
+        self.tracer.record(|| Record::Rto {
+            time: now,
+            rto,
+            srtt,
+        });
+    }
+
+    pub(crate) fn record_congestion(&mut self, now: Instant) {
+        let (cwnd, ssthresh, flight) = (self.cc.cwnd, self.cc.ssthresh, self.tx.flight);
+        self.tracer.record(|| Record::Congestion {
+            time: now,
+            cwnd,
+            ssthresh,
+            flight,
+        });
+    }
+
+    /// Packet header towards the peer with the peer's tag.
+    pub(crate) fn header(&self, vtag: u32, chunks: Vec<Chunk>) -> Packet {
+        Packet {
+            src_port: self.config.local_port,
+            dst_port: self.peer_port,
+            verification_tag: vtag,
+            chunks,
+        }
+    }
+
+    /// Whether DATA may be sent in this state (§9.2: queued data still goes
+    /// out in SHUTDOWN-PENDING and SHUTDOWN-RECEIVED).
+    fn may_send_data(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established | State::ShutdownPending | State::ShutdownReceived
+        )
+    }
+
+    fn build_packet(&mut self, now: Instant) -> Option<(SocketAddr, Packet)> {
+        if let Some(p) = self.stateless.pop_front() {
+            return Some(p);
+        }
+        if self.state == State::Closed {
+            return None;
+        }
+        let remote = self.remote?;
+        let pmtu = self.config.effective_pmtu();
+        let mut room = pmtu - COMMON_HEADER_LEN;
+        let mut chunks = std::mem::take(&mut self.scratch_chunks);
+        chunks.clear();
+        self.tx.last_sent_data.clear();
+
+        // INIT travels alone with tag 0 (§8.5.1 A, §6.10).
+        if matches!(self.control.front(), Some(Chunk::Init(_))) {
+            let init = self.control.pop_front()?;
+            let p = self.header(0, vec![init]);
+            self.scratch_chunks = chunks;
+            return Some((remote, p));
+        }
+        while let Some(c) = self.control.front() {
+            if matches!(c, Chunk::Init(_)) {
+                break;
+            }
+            let len = c.encoded_len();
+            if len > room && !chunks.is_empty() {
+                break;
+            }
+            room = room.saturating_sub(len);
+            if let Some(c) = self.control.pop_front() {
+                chunks.push(c);
+            }
+        }
+        let control_count = chunks.len();
+
+        // SACK first among the non-handshake chunks (§6.5 bundling order):
+        // reserve room if one is owed, add it if due or if DATA goes out.
+        let sack_owed = self.rx.ack_owed() && self.has_peer_tcb();
+        let sack_len = if sack_owed {
+            self.rx.sack_len_estimate(room)
+        } else {
+            0
+        };
+        let mut data_room = room.saturating_sub(sack_len);
+        let mut data_chunks = Vec::new();
+        if self.may_send_data() {
+            self.fill_data(now, &mut data_chunks, &mut data_room);
+        }
+        let sent_data = !data_chunks.is_empty();
+        if sack_owed && (self.rx.sack_due() || sent_data) {
+            let sack = self.build_sack(now, room);
+            chunks.insert(control_count, Chunk::Sack(sack));
+        }
+        chunks.append(&mut data_chunks);
+        if chunks.is_empty() {
+            self.scratch_chunks = chunks;
+            return None;
+        }
+        let out = std::mem::replace(&mut chunks, Vec::new());
+        self.scratch_chunks = chunks;
+        Some((remote, self.header(self.peer_tag, out)))
+    }
+
+    /// Whether a TCB with peer information exists (SACKs make sense).
+    fn has_peer_tcb(&self) -> bool {
+        !matches!(self.state, State::Closed | State::CookieWait)
+    }
+
+    fn process_packet(&mut self, now: Instant, src: SocketAddr, packet: Packet) {
+        if packet.dst_port != self.config.local_port {
+            self.discard(now, "wrong-port");
+            return;
+        }
+        if packet.chunks.is_empty() {
+            self.discard(now, "no-chunks");
+            return;
+        }
+        if let Some(remote) = self.remote {
+            if remote != src {
+                self.discard(now, "unknown-peer");
+                return;
+            }
+        }
+        if self.state == State::Closed {
+            self.process_closed(now, src, packet);
+            return;
+        }
+        if !self.check_tag(now, &packet) {
+            return;
+        }
+        let mut had_data = false;
+        let mut stop = false;
+        let mut reports: Vec<crate::wire::ErrorCause> = Vec::new();
+        for chunk in &packet.chunks {
+            if stop || self.state == State::Closed {
+                break;
+            }
+            match chunk {
+                Chunk::Data(d) => {
+                    had_data = true;
+                    if !self.on_data(now, d) {
+                        stop = true;
+                    }
+                }
+                Chunk::Init(init) => {
+                    // check_tag guaranteed INIT is the only chunk.
+                    self.on_init(now, src, packet.src_port, init);
+                    stop = true;
+                }
+                Chunk::InitAck(ia) => self.on_init_ack(now, ia),
+                Chunk::Sack(s) => self.on_sack(now, s),
+                Chunk::Heartbeat(hb) => self.on_heartbeat(hb),
+                Chunk::HeartbeatAck(hb) => self.on_heartbeat_ack(now, hb),
+                Chunk::Abort(a) => {
+                    self.on_abort(now, a);
+                    stop = true;
+                }
+                Chunk::Shutdown(s) => self.on_shutdown(now, s),
+                Chunk::ShutdownAck => self.on_shutdown_ack(now),
+                Chunk::Error(e) => self.on_error(now, e),
+                Chunk::CookieEcho(c) => {
+                    self.on_cookie_echo(now, src, &packet, &c.cookie);
+                }
+                Chunk::CookieAck => self.on_cookie_ack(now),
+                Chunk::ShutdownComplete(_) => self.on_shutdown_complete(now),
+                Chunk::ForwardTsn(f) => self.on_forward_tsn(now, f),
+                Chunk::Unknown(u) => {
+                    self.stats.unknown_chunks += 1;
+                    // §3.2: the upper two bits of the type decide.
+                    let action = crate::wire::Unrecognized::for_chunk(u.kind);
+                    if action.reports() && chunk.encoded_len() <= 1024 {
+                        reports.push(crate::wire::ErrorCause::unrecognized_chunk(chunk));
+                    }
+                    if !action.skips() {
+                        stop = true;
+                    }
+                }
+            }
+        }
+        if !reports.is_empty() && self.state != State::Closed && self.has_peer_tcb() {
+            self.control
+                .push_back(Chunk::Error(crate::wire::ErrorChunk { causes: reports }));
+        }
+        if had_data && self.state != State::Closed {
+            self.after_data_packet(now);
+        }
+    }
+
+    /// Verification-tag rules of §8.5 and the exceptions of §8.5.1 for a
+    /// packet reaching an existing TCB. Returns false (and counts the
+    /// discard) if the packet must be dropped.
+    fn check_tag(&mut self, now: Instant, packet: &Packet) -> bool {
+        let vtag = packet.verification_tag;
+        let ok = match &packet.chunks[0] {
+            // §8.5.1 A: INIT has tag 0 and is alone in its packet.
+            Chunk::Init(_) => vtag == 0 && packet.chunks.len() == 1,
+            // §8.5.1 B/C: T bit set = the sender reflected our peer's tag.
+            Chunk::Abort(a) if a.t_bit => vtag == self.peer_tag && self.peer_tag != 0,
+            Chunk::ShutdownComplete(s) if s.t_bit => vtag == self.peer_tag && self.peer_tag != 0,
+            Chunk::Abort(_) | Chunk::ShutdownComplete(_) => vtag == self.local_tag,
+            // §8.5.1 D: the COOKIE ECHO is checked against the tag in the
+            // cookie (handshake.rs), which may legitimately differ (restart).
+            Chunk::CookieEcho(_) => true,
+            _ => vtag == self.local_tag,
+        };
+        if !ok {
+            self.discard(now, "bad-verification-tag");
+        }
+        ok
+    }
+
+    pub(crate) fn queue_abort(&mut self, causes: Vec<crate::wire::ErrorCause>, t_bit: bool) {
+        if let Some(remote) = self.remote {
+            let vtag = if t_bit { self.local_tag } else { self.peer_tag };
+            let p = self.header(
+                vtag,
+                vec![Chunk::Abort(crate::wire::AbortChunk { t_bit, causes })],
+            );
+            self.stateless.push_back((remote, p));
+        }
+    }
+
+    fn on_timers(&mut self, now: Instant) {
+        self.burst = 0;
+        for t in Timer::ALL {
+            if !self.timers.expired(t, now) {
+                continue;
+            }
+            self.timers.stop(t);
+            match t {
+                Timer::T1Init => self.on_t1_init(now),
+                Timer::T1Cookie => self.on_t1_cookie(now),
+                Timer::T2Shutdown => self.on_t2_shutdown(now),
+                Timer::T3Rtx => self.on_t3_expiry(now),
+                Timer::DelayedSack => self.rx.delayed_sack_expired(),
+                Timer::Heartbeat => self.on_heartbeat_timer(now),
+            }
+        }
+    }
+}
+
+impl Transport for Association {
+    fn handle_datagram(&mut self, now: Instant, datagram: Datagram) {
+        let len = datagram.payload.len();
+        match Packet::parse_bytes(&Bytes::from(datagram.payload)) {
+            Ok(p) => self.handle_packet(now, datagram.src, p, len),
+            Err(_) => {
+                self.stats.malformed_packets += 1;
+                self.tracer.record(|| Record::Discarded {
+                    time: now,
+                    why: "malformed".to_string(),
+                });
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.on_timers(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
+        let (dst, p) = self.poll_packet(now)?;
+        let mut payload = Vec::with_capacity(p.encoded_len());
+        p.emit(&mut payload);
+        Some(Datagram {
+            src: self.local,
+            dst,
+            payload,
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    fn poll_app(&mut self) -> Option<AppEvent> {
+        let ev = self.app.pop_front()?;
+        if let AppEvent::Received { payload, .. } = &ev {
+            self.on_app_read(payload.len());
+        }
+        Some(ev)
+    }
+
+    fn poll_trace(&mut self) -> Option<Record> {
+        self.tracer.pop()
+    }
+
+    fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
+        self.burst = 0;
+        self.queue_message(now, message)
+    }
+
+    fn close(&mut self, now: Instant) {
+        self.burst = 0;
+        self.begin_shutdown(now);
+    }
+
+    fn is_established(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established | State::ShutdownPending | State::ShutdownReceived
+        )
+    }
+
+    fn is_closed(&self) -> bool {
+        self.state == State::Closed && (self.had_tcb || self.closed_reported)
+    }
+}

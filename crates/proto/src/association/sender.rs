@@ -1,0 +1,763 @@
+//! Sending side: message queue with TSNs assigned at submission (FIFO
+//! across streams), SACK processing (§6.2.1), RTT measurement (§6.3.1,
+//! Karn), T3-rtx (§6.3.2, §6.3.3), fast retransmit and fast recovery
+//! (§7.2.4), congestion and flow control when packetizing (§6.1, §7.2).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::Bytes;
+use thinstream_base::drive::{AppEvent, Outgoing, SendError};
+use thinstream_base::trace::{Record, SentData, TxReason, Units};
+use thinstream_base::Instant;
+
+use super::congestion::{AckInfo, LossKind};
+use super::timers::Timer;
+use super::{Association, State};
+use crate::mechanism::{ChunkView, NewDataBundling};
+use crate::wire::{data_chunk_len, Chunk, DataChunk, SackChunk, Ssn, Tsn};
+
+/// Where a queued DATA chunk is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChunkState {
+    /// Queued, never sent.
+    Unsent,
+    /// Sent and counted in the flight size.
+    InFlight,
+    /// Acknowledged by a gap block (kept until cumulatively acked, §6.2.1).
+    GapAcked,
+    /// Waiting for retransmission with this reason (not in flight).
+    Marked(TxReason),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct TxChunk {
+    pub(crate) tsn: Tsn,
+    pub(crate) unit: u64,
+    pub(crate) stream: u16,
+    pub(crate) ssn: Ssn,
+    pub(crate) ppid: u32,
+    pub(crate) unordered: bool,
+    pub(crate) beginning: bool,
+    pub(crate) ending: bool,
+    pub(crate) payload: Bytes,
+    pub(crate) state: ChunkState,
+    pub(crate) transmissions: u32,
+    pub(crate) last_sent: Instant,
+    pub(crate) missing_reports: u32,
+    /// Already fast-retransmitted once: later losses need the T3 timer
+    /// (§7.2.4: a chunk is fast-retransmitted at most once).
+    pub(crate) fast_retransmitted: bool,
+    /// Id of the packet that last carried it (in-flight packet accounting).
+    pub(crate) packet: u64,
+}
+
+impl TxChunk {
+    fn len(&self) -> u32 {
+        self.payload.len() as u32
+    }
+    fn to_wire(&self) -> DataChunk {
+        DataChunk {
+            tsn: self.tsn,
+            stream: self.stream,
+            ssn: self.ssn,
+            ppid: self.ppid,
+            unordered: self.unordered,
+            beginning: self.beginning,
+            ending: self.ending,
+            immediate: false,
+            payload: self.payload.clone(),
+        }
+    }
+}
+
+/// Sender state. `chunks[i]` has unit `cum_unit + i` and TSN
+/// `initial_tsn + cum_unit + i`; `chunks[..next_unsent]` were sent.
+#[derive(Debug)]
+pub(crate) struct Sender {
+    pub(crate) initial_tsn: Tsn,
+    /// Units cumulatively acknowledged (unit of the first queued chunk).
+    pub(crate) cum_unit: u64,
+    pub(crate) chunks: VecDeque<TxChunk>,
+    pub(crate) next_unsent: usize,
+    /// Payload bytes in flight (InFlight chunks).
+    pub(crate) flight: u32,
+    /// Payload bytes sent and not acknowledged (InFlight + Marked).
+    pub(crate) outstanding_bytes: u32,
+    pub(crate) marked: usize,
+    /// Payload bytes of all queued chunks (send-buffer accounting).
+    pub(crate) queued_bytes: usize,
+    pub(crate) peer_rwnd: u32,
+    pub(crate) ssn: Vec<Ssn>,
+    pub(crate) next_message: u64,
+    /// Packet id -> DATA chunks of that packet still in flight.
+    packets: BTreeMap<u64, u32>,
+    next_packet: u64,
+    /// Karn: the one chunk being timed (unit, sent at).
+    pub(crate) rtt_probe: Option<(u64, Instant)>,
+    /// Fast recovery exit point (highest unit outstanding at entry).
+    pub(crate) fast_recovery: Option<u64>,
+    /// The next retransmission packet ignores cwnd (§7.2.4 step 3; §6.3.3 E3).
+    pub(crate) rtx_packet_free: bool,
+    pub(crate) blocked: bool,
+    /// SentData of the packet being built (for the trace).
+    pub(crate) last_sent_data: Vec<SentData>,
+}
+
+impl Sender {
+    pub(crate) fn new(initial_tsn: Tsn, peer_rwnd: u32) -> Self {
+        Sender {
+            initial_tsn,
+            cum_unit: 0,
+            chunks: VecDeque::new(),
+            next_unsent: 0,
+            flight: 0,
+            outstanding_bytes: 0,
+            marked: 0,
+            queued_bytes: 0,
+            peer_rwnd,
+            ssn: Vec::new(),
+            next_message: 0,
+            packets: BTreeMap::new(),
+            next_packet: 0,
+            rtt_probe: None,
+            fast_recovery: None,
+            rtx_packet_free: false,
+            blocked: false,
+            last_sent_data: Vec::new(),
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.chunks.clear();
+        self.next_unsent = 0;
+        self.flight = 0;
+        self.outstanding_bytes = 0;
+        self.marked = 0;
+        self.queued_bytes = 0;
+        self.packets.clear();
+        self.rtt_probe = None;
+        self.fast_recovery = None;
+    }
+
+    /// The cumulative TSN ack point (TSN of the last acknowledged chunk).
+    pub(crate) fn cum_tsn(&self) -> Tsn {
+        self.initial_tsn.add(self.cum_unit as u32).prev()
+    }
+
+    pub(crate) fn packets_in_flight(&self) -> u32 {
+        self.packets.len() as u32
+    }
+
+    pub(crate) fn outstanding_chunks(&self) -> u32 {
+        self.chunks
+            .iter()
+            .take(self.next_unsent)
+            .filter(|c| c.state != ChunkState::GapAcked)
+            .count() as u32
+    }
+
+    fn packet_done(&mut self, id: u64) {
+        if let Some(n) = self.packets.get_mut(&id) {
+            *n -= 1;
+            if *n == 0 {
+                self.packets.remove(&id);
+            }
+        }
+    }
+
+    /// Take chunk `i` out of the flight (acked or marked).
+    fn leave_flight(&mut self, i: usize) {
+        let (len, id) = (self.chunks[i].len(), self.chunks[i].packet);
+        self.flight = self.flight.saturating_sub(len);
+        self.packet_done(id);
+    }
+
+    fn mark(&mut self, i: usize, reason: TxReason) {
+        match self.chunks[i].state {
+            ChunkState::InFlight => {
+                self.leave_flight(i);
+                self.marked += 1;
+            }
+            ChunkState::Marked(_) => {}
+            ChunkState::Unsent | ChunkState::GapAcked => return,
+        }
+        self.chunks[i].state = ChunkState::Marked(reason);
+        if matches!(self.rtt_probe, Some((u, _)) if u == self.chunks[i].unit) {
+            // Karn: never time a retransmitted chunk.
+            self.rtt_probe = None;
+        }
+    }
+
+    /// Whether everything sent has been acknowledged.
+    pub(crate) fn nothing_outstanding(&self) -> bool {
+        self.outstanding_bytes == 0
+    }
+}
+
+impl Association {
+    /// Fragment and queue one message; TSNs are assigned now (§6.9 with
+    /// consecutive TSNs for the fragments).
+    pub(crate) fn queue_message(
+        &mut self,
+        now: Instant,
+        m: Outgoing<'_>,
+    ) -> Result<u64, SendError> {
+        if !matches!(self.state, State::Established) {
+            return Err(SendError::NotConnected);
+        }
+        if m.payload.is_empty() {
+            return Err(SendError::Empty);
+        }
+        if m.stream >= self.out_streams {
+            return Err(SendError::InvalidStream {
+                stream: m.stream,
+                streams: self.out_streams,
+            });
+        }
+        let max = self
+            .config
+            .max_message_size
+            .min(self.config.send_buffer.max(1));
+        if m.payload.len() > max {
+            return Err(SendError::TooLarge {
+                bytes: m.payload.len(),
+                max,
+            });
+        }
+        if self.tx.queued_bytes + m.payload.len() > self.config.send_buffer {
+            self.tx.blocked = true;
+            return Err(SendError::BufferFull);
+        }
+        let frag = self.config.max_fragment();
+        let payload = Bytes::copy_from_slice(m.payload);
+        let stream = usize::from(m.stream);
+        // Unordered messages do not consume an SSN (§6.6: the SSN is ignored).
+        let ssn = if m.unordered {
+            Ssn(0)
+        } else {
+            let s = self.tx.ssn[stream];
+            self.tx.ssn[stream] = s.next();
+            s
+        };
+        let first_unit = self.tx.cum_unit + self.tx.chunks.len() as u64;
+        let n = payload.len().div_ceil(frag);
+        for k in 0..n {
+            let start = k * frag;
+            let end = (start + frag).min(payload.len());
+            let unit = first_unit + k as u64;
+            self.tx.chunks.push_back(TxChunk {
+                tsn: self.tx.initial_tsn.add(unit as u32),
+                unit,
+                stream: m.stream,
+                ssn,
+                ppid: 0,
+                unordered: m.unordered,
+                beginning: k == 0,
+                ending: k + 1 == n,
+                payload: payload.slice(start..end),
+                state: ChunkState::Unsent,
+                transmissions: 0,
+                last_sent: now,
+                missing_reports: 0,
+                fast_retransmitted: false,
+                packet: 0,
+            });
+        }
+        self.tx.queued_bytes += payload.len();
+        let id = self.tx.next_message;
+        self.tx.next_message += 1;
+        self.stats.messages_submitted += 1;
+        let bytes = payload.len() as u32;
+        self.tracer.record(|| Record::Submitted {
+            time: now,
+            message: id,
+            stream: m.stream,
+            bytes,
+            unordered: m.unordered,
+            units: Units::new(first_unit, first_unit + n as u64),
+        });
+        Ok(id)
+    }
+
+    /// SACK processing (§6.2.1 D), loss detection (§7.2.4), window and timer
+    /// updates.
+    pub(crate) fn on_sack(&mut self, now: Instant, sack: &SackChunk) {
+        if !matches!(
+            self.state,
+            State::Established
+                | State::ShutdownPending
+                | State::ShutdownSent
+                | State::ShutdownReceived
+                | State::ShutdownAckSent
+        ) {
+            return;
+        }
+        self.stats.sacks_received += 1;
+        let d = sack.cum_tsn_ack.distance(self.tx.cum_tsn());
+        if d < 0 {
+            // §6.2.1 D i: older than the cumulative ack point: out of date.
+            self.discard(now, "sack-out-of-date");
+            return;
+        }
+        let d = d as usize;
+        if d > self.tx.next_unsent {
+            // Acknowledges TSNs never sent: ignore (protocol violation).
+            self.discard(now, "sack-beyond-sent");
+            return;
+        }
+        let flight_before = self.tx.flight;
+        let was_in_recovery = self.tx.fast_recovery.is_some();
+        let mut bytes_acked: u32 = 0;
+        let mut rtt_sample = None;
+
+        // Cumulative ack: pop chunks.
+        for _ in 0..d {
+            let Some(c) = self.tx.chunks.pop_front() else {
+                break;
+            };
+            self.tx.next_unsent -= 1;
+            self.tx.queued_bytes -= c.payload.len();
+            match c.state {
+                ChunkState::InFlight => {
+                    self.tx.flight = self.tx.flight.saturating_sub(c.len());
+                    self.tx.packet_done(c.packet);
+                }
+                ChunkState::Marked(_) => self.tx.marked -= 1,
+                _ => {}
+            }
+            if c.state != ChunkState::GapAcked {
+                self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(c.len());
+                bytes_acked += c.len();
+                self.tracer.record(|| Record::Acked {
+                    time: now,
+                    units: Units::one(c.unit),
+                });
+            }
+            if let Some((u, at)) = self.tx.rtt_probe {
+                if u == c.unit {
+                    self.tx.rtt_probe = None;
+                    if c.transmissions == 1 {
+                        rtt_sample = Some(now.saturating_duration_since(at));
+                    }
+                }
+            }
+            self.tx.cum_unit += 1;
+        }
+        let cum_advanced = d > 0;
+        if let Some(exit) = self.tx.fast_recovery {
+            // §7.2.4: fast recovery ends when the cum ack reaches the exit point.
+            if self.tx.cum_unit > exit {
+                self.tx.fast_recovery = None;
+            }
+        }
+
+        // Gap ack blocks: offsets from the (new) cum ack; chunks[0] is cum+1.
+        let mut htna: Option<usize> = None;
+        let mut highest_reported: Option<usize> = None;
+        for g in &sack.gap_blocks {
+            if g.start == 0 || g.start > g.end {
+                continue;
+            }
+            let lo = usize::from(g.start) - 1;
+            let hi = (usize::from(g.end) - 1).min(self.tx.next_unsent.saturating_sub(1));
+            if lo >= self.tx.next_unsent {
+                continue;
+            }
+            highest_reported = Some(highest_reported.map_or(hi, |h: usize| h.max(hi)));
+            for i in lo..=hi {
+                let st = self.tx.chunks[i].state;
+                if st == ChunkState::GapAcked {
+                    continue;
+                }
+                match st {
+                    ChunkState::InFlight => self.tx.leave_flight(i),
+                    ChunkState::Marked(_) => self.tx.marked -= 1,
+                    _ => {}
+                }
+                let c = &mut self.tx.chunks[i];
+                c.state = ChunkState::GapAcked;
+                let (unit, len, tx) = (c.unit, c.len(), c.transmissions);
+                self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(len);
+                bytes_acked += len;
+                htna = Some(htna.map_or(i, |h: usize| h.max(i)));
+                self.tracer.record(|| Record::Acked {
+                    time: now,
+                    units: Units::one(unit),
+                });
+                if let Some((u, at)) = self.tx.rtt_probe {
+                    if u == unit {
+                        self.tx.rtt_probe = None;
+                        if tx == 1 {
+                            rtt_sample = Some(now.saturating_duration_since(at));
+                        }
+                    }
+                }
+            }
+        }
+
+        if bytes_acked > 0 {
+            // §8.3/§8.1: an acknowledgement of outstanding data clears the
+            // error counters.
+            self.error_count = 0;
+            self.path_error_count = 0;
+        }
+        if let Some(r) = rtt_sample {
+            self.apply_rtt_sample(now, r);
+        }
+
+        // §6.2.1: rwnd = a_rwnd - bytes still outstanding.
+        self.tx.peer_rwnd = sack.a_rwnd.saturating_sub(self.tx.outstanding_bytes);
+
+        // Congestion window on acknowledgement (§7.2.1, §7.2.2).
+        if bytes_acked > 0 {
+            let ack = AckInfo {
+                bytes_acked,
+                flight_before,
+                cum_advanced,
+                in_fast_recovery: was_in_recovery,
+                all_acked: self.tx.nothing_outstanding(),
+            };
+            let view = self.view(now);
+            let mech = self.config.mechanisms.clone();
+            let before = self.cc;
+            mech.cwnd_on_ack(&view, &mut self.cc, &ack);
+            if before != self.cc {
+                self.record_congestion(now);
+            }
+        }
+
+        // Miss indications (§7.2.4, HTNA): only TSNs below the highest newly
+        // acknowledged TSN; in fast recovery with a cum advance, all TSNs
+        // reported missing.
+        let limit = if was_in_recovery && cum_advanced {
+            highest_reported
+        } else {
+            htna
+        };
+        if let Some(limit) = limit {
+            let view = self.view(now);
+            let threshold = self
+                .config
+                .mechanisms
+                .fast_retransmit_threshold(&view, self.config.fast_retransmit_threshold);
+            let mut lost = Vec::new();
+            for i in 0..limit {
+                let c = &mut self.tx.chunks[i];
+                if c.state == ChunkState::InFlight && !c.fast_retransmitted {
+                    c.missing_reports += 1;
+                    if c.missing_reports >= threshold {
+                        lost.push(i);
+                    }
+                }
+            }
+            if !lost.is_empty() {
+                self.fast_retransmit(now, &lost);
+            }
+        }
+
+        // T3-rtx rules (§6.3.2 R2, R3).
+        if self.tx.nothing_outstanding() {
+            self.timers.stop(Timer::T3Rtx);
+        } else if cum_advanced {
+            let oldest = self
+                .tx
+                .chunks
+                .iter()
+                .take(self.tx.next_unsent)
+                .find(|c| c.state == ChunkState::InFlight)
+                .map(|c| c.last_sent);
+            let view = self.view(now);
+            let at = self
+                .config
+                .mechanisms
+                .t3_restart_on_partial_ack(&view, self.rto.rto, oldest);
+            self.timers.set(Timer::T3Rtx, at);
+        } else if !self.timers.is_running(Timer::T3Rtx) && self.tx.flight > 0 {
+            self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+        }
+
+        if self.tx.blocked && self.tx.queued_bytes < self.config.send_buffer {
+            self.tx.blocked = false;
+            self.app.push_back(AppEvent::Writable);
+        }
+        self.check_shutdown_progress(now);
+    }
+
+    /// §7.2.4: mark the reported chunks (and whatever the mechanism adds),
+    /// enter fast recovery once per episode.
+    fn fast_retransmit(&mut self, now: Instant, lost: &[usize]) {
+        self.stats.fast_retransmits += 1;
+        let view = self.view(now);
+        let mech = self.config.mechanisms.clone();
+        let mut li = 0;
+        for i in 0..self.tx.next_unsent {
+            let reported = li < lost.len() && lost[li] == i;
+            if reported {
+                li += 1;
+            }
+            let c = &self.tx.chunks[i];
+            if c.state != ChunkState::InFlight {
+                continue;
+            }
+            let cv = ChunkView {
+                unit: c.unit,
+                gap_acked: false,
+                reported_lost: reported,
+                transmissions: c.transmissions,
+                last_sent: c.last_sent,
+            };
+            if let Some(reason) = mech.queue_on_fast_retransmit(&view, &cv) {
+                self.tx.mark(i, reason);
+            }
+        }
+        if self.tx.fast_recovery.is_none() {
+            // §7.2.4 step 2: adjust ssthresh and cwnd once per recovery.
+            mech.cwnd_on_loss(&view, &mut self.cc, LossKind::FastRetransmit);
+            self.stats.fast_recoveries += 1;
+            let highest = self.tx.cum_unit + self.tx.next_unsent as u64;
+            self.tx.fast_recovery = Some(highest.saturating_sub(1));
+            self.record_congestion(now);
+        }
+        // §7.2.4 step 3: the first FR packet goes out regardless of cwnd.
+        self.tx.rtx_packet_free = true;
+    }
+
+    /// T3-rtx expiry (§6.3.3 E1-E3).
+    pub(crate) fn on_t3_expiry(&mut self, now: Instant) {
+        if self.tx.nothing_outstanding() {
+            return;
+        }
+        self.stats.t3_expiries += 1;
+        let view = self.view(now);
+        let mech = self.config.mechanisms.clone();
+        mech.cwnd_on_loss(&view, &mut self.cc, LossKind::Timeout);
+        self.record_congestion(now);
+        let rto = mech.t3_backoff(&view, self.rto.rto, self.config.rto_max);
+        self.rto.set(rto);
+        self.record_rto(now);
+        self.tx.fast_recovery = None;
+        // E3: every outstanding chunk is marked; the lowest is the one that
+        // timed out, the rest ride along (seed 002 §4.2.1 't'/'b' tagging).
+        let mut first = true;
+        for i in 0..self.tx.next_unsent {
+            if matches!(
+                self.tx.chunks[i].state,
+                ChunkState::InFlight | ChunkState::Marked(_)
+            ) {
+                let reason = if first {
+                    TxReason::TimeoutRetransmit
+                } else {
+                    TxReason::BundledOnRetransmit
+                };
+                first = false;
+                self.tx.mark(i, reason);
+            }
+        }
+        self.tx.rtt_probe = None;
+        self.tx.rtx_packet_free = true;
+        self.error_count += 1;
+        self.path_error_count += 1;
+        if self.error_count > self.config.association_max_retrans {
+            self.enter_closed(
+                now,
+                Some("association failed: too many retransmissions".into()),
+            );
+            return;
+        }
+        self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+    }
+
+    pub(crate) fn apply_rtt_sample(&mut self, now: Instant, r: thinstream_base::Duration) {
+        let view = self.view(now);
+        let floor = self.config.mechanisms.rto_floor(&view, self.config.rto_min);
+        self.rto
+            .on_sample(r, self.config.clock_granularity, floor, self.config.rto_max);
+        self.record_rto(now);
+    }
+
+    /// Put DATA into the packet being built: retransmissions first, then new
+    /// data as cwnd (§6.1 B), the peer's rwnd (§6.1 A), Nagle and Max.Burst
+    /// allow.
+    pub(crate) fn fill_data(&mut self, now: Instant, out: &mut Vec<Chunk>, room: &mut usize) {
+        if self.burst >= self.config.max_burst.max(1) {
+            return;
+        }
+        let pid = self.tx.next_packet;
+        let mut added = 0u32;
+        // Chunks whose latest copy travels in this packet (redundant copies
+        // keep their original packet id).
+        let mut live = 0u32;
+        let mut retransmitted = false;
+
+        if self.tx.marked > 0 && (self.tx.rtx_packet_free || self.cc.allows(self.tx.flight)) {
+            for i in 0..self.tx.next_unsent {
+                if self.tx.marked == 0 {
+                    break;
+                }
+                let ChunkState::Marked(reason) = self.tx.chunks[i].state else {
+                    continue;
+                };
+                let len = data_chunk_len(self.tx.chunks[i].payload.len());
+                if len > *room {
+                    break;
+                }
+                *room -= len;
+                self.tx.marked -= 1;
+                self.tx.flight += self.tx.chunks[i].len();
+                let c = &mut self.tx.chunks[i];
+                c.state = ChunkState::InFlight;
+                c.transmissions += 1;
+                c.last_sent = now;
+                c.missing_reports = 0;
+                c.packet = pid;
+                if reason == TxReason::FastRetransmit {
+                    c.fast_retransmitted = true;
+                }
+                out.push(Chunk::Data(c.to_wire()));
+                self.stats.count_data(reason, c.payload.len());
+                let (unit, bytes) = (c.unit, c.len());
+                self.push_sent(unit, bytes, reason);
+                added += 1;
+                live += 1;
+                retransmitted = true;
+            }
+            self.tx.rtx_packet_free = false;
+        }
+
+        let has_new = self.tx.next_unsent < self.tx.chunks.len();
+        if self.tx.marked == 0 && has_new && self.cc.allows(self.tx.flight) {
+            let nagle_hold = !self.config.no_delay
+                && !self.tx.nothing_outstanding()
+                && self.unsent_bytes() < self.config.max_fragment();
+            if !nagle_hold {
+                if !retransmitted {
+                    self.bundle_outstanding(now, out, room, &mut added);
+                }
+                self.add_new_data(now, out, room, pid, &mut added, &mut live);
+            }
+        }
+
+        if added > 0 {
+            if live > 0 {
+                self.tx.packets.insert(pid, live);
+            }
+            self.tx.next_packet += 1;
+            self.burst += 1;
+            // §6.3.2 R1: start T3 if it is not running.
+            if !self.timers.is_running(Timer::T3Rtx) {
+                self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+            }
+            // Data on the path: it is not idle, postpone the heartbeat.
+            if self.config.heartbeat {
+                self.timers.set(
+                    Timer::Heartbeat,
+                    now + self.rto.rto + self.config.hb_interval,
+                );
+            }
+        }
+    }
+
+    fn add_new_data(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<Chunk>,
+        room: &mut usize,
+        pid: u64,
+        added: &mut u32,
+        live: &mut u32,
+    ) {
+        while self.tx.next_unsent < self.tx.chunks.len() {
+            let i = self.tx.next_unsent;
+            let plen = self.tx.chunks[i].len();
+            let len = data_chunk_len(plen as usize);
+            if len > *room {
+                break;
+            }
+            // §6.1 A: no new data beyond the peer's rwnd, except one chunk
+            // when nothing is outstanding (zero window probe).
+            let probe = plen > self.tx.peer_rwnd;
+            if probe && !(self.tx.nothing_outstanding() && *added == 0) {
+                break;
+            }
+            *room -= len;
+            self.tx.next_unsent += 1;
+            self.tx.flight += plen;
+            self.tx.outstanding_bytes += plen;
+            self.tx.peer_rwnd = self.tx.peer_rwnd.saturating_sub(plen);
+            let c = &mut self.tx.chunks[i];
+            c.state = ChunkState::InFlight;
+            c.transmissions = 1;
+            c.last_sent = now;
+            c.packet = pid;
+            out.push(Chunk::Data(c.to_wire()));
+            let unit = c.unit;
+            self.stats.count_data(TxReason::New, plen as usize);
+            self.push_sent(unit, plen, TxReason::New);
+            if self.tx.rtt_probe.is_none() {
+                self.tx.rtt_probe = Some((unit, now));
+            }
+            *added += 1;
+            *live += 1;
+            if probe {
+                break;
+            }
+        }
+    }
+
+    /// Mechanism hook: redundant copies of outstanding chunks in front of
+    /// new data (spec §5.6).
+    fn bundle_outstanding(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<Chunk>,
+        room: &mut usize,
+        added: &mut u32,
+    ) {
+        let view = self.view(now);
+        match self.config.mechanisms.bundle_on_new_data(&view) {
+            NewDataBundling::Nothing => {}
+            NewDataBundling::OutstandingFirst => {
+                for i in 0..self.tx.next_unsent {
+                    if self.tx.chunks[i].state != ChunkState::InFlight {
+                        continue;
+                    }
+                    let len = data_chunk_len(self.tx.chunks[i].payload.len());
+                    if len > *room {
+                        break;
+                    }
+                    *room -= len;
+                    let c = &mut self.tx.chunks[i];
+                    c.transmissions += 1;
+                    out.push(Chunk::Data(c.to_wire()));
+                    let (unit, bytes) = (c.unit, c.len());
+                    if matches!(self.tx.rtt_probe, Some((u, _)) if u == unit) {
+                        self.tx.rtt_probe = None;
+                    }
+                    self.stats
+                        .count_data(TxReason::RedundantBundle, bytes as usize);
+                    self.push_sent(unit, bytes, TxReason::RedundantBundle);
+                    *added += 1;
+                }
+            }
+        }
+    }
+
+    fn push_sent(&mut self, unit: u64, bytes: u32, reason: TxReason) {
+        if self.tracer.enabled() {
+            self.tx.last_sent_data.push(SentData {
+                units: Units::one(unit),
+                bytes,
+                reason,
+            });
+        }
+    }
+
+    fn unsent_bytes(&self) -> usize {
+        self.tx
+            .chunks
+            .iter()
+            .skip(self.tx.next_unsent)
+            .map(|c| c.payload.len())
+            .sum()
+    }
+}

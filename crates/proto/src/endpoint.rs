@@ -1,0 +1,361 @@
+//! Many associations behind one local address: the listener that answers
+//! INITs statelessly (§5.1.3) and the demultiplexer of incoming packets.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
+use thinstream_base::trace::Record;
+use thinstream_base::{Datagram, Instant, Rng, Seed};
+
+use crate::association::{answer_init_statelessly, ootb_response, Association, State};
+use crate::config::Config;
+use crate::cookie::CookieKey;
+use crate::trace::Stats;
+use crate::wire::{Chunk, Packet};
+
+/// Identifies one association of an [`Endpoint`]; never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AssociationId(pub u64);
+
+impl fmt::Display for AssociationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "assoc{}", self.0)
+    }
+}
+
+/// One local address serving any number of peers.
+///
+/// Incoming packets are routed by (source address, verification tag); INIT,
+/// COOKIE ECHO and T-bit packets fall back to the source address. An INIT
+/// from an unknown peer is answered with a signed cookie and nothing is
+/// stored; the association is created only by a valid COOKIE ECHO.
+///
+/// # Drive contract
+/// Same loop as [`Association`] (see `thinstream_base::drive`): after each
+/// input ([`Endpoint::handle_datagram`], [`Endpoint::handle_timeout`],
+/// [`Endpoint::connect`], [`Endpoint::send`], [`Endpoint::close`],
+/// [`Endpoint::abort`]) drain [`Endpoint::poll_transmit`] until `None`,
+/// [`Endpoint::poll_event`] and [`Endpoint::poll_trace`] until `None`, then
+/// wait for the next datagram or [`Endpoint::poll_timeout`]. A new incoming
+/// association announces itself with `(id, AppEvent::Established)`; a
+/// closed association reports `(id, AppEvent::Closed { .. })` and is
+/// removed once its output is drained.
+pub struct Endpoint {
+    config: Config,
+    local: SocketAddr,
+    seed: Seed,
+    rng: Rng,
+    key: CookieKey,
+    accept: bool,
+    assocs: BTreeMap<AssociationId, Association>,
+    by_tag: BTreeMap<(SocketAddr, u32), AssociationId>,
+    by_addr: BTreeMap<SocketAddr, AssociationId>,
+    keys: BTreeMap<AssociationId, (SocketAddr, u32)>,
+    out: VecDeque<Datagram>,
+    trace: VecDeque<Record>,
+    stats: Stats,
+    next_id: u64,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local", &self.local)
+            .field("associations", &self.assocs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint bound to `local`. `accept_incoming`: answer INITs from
+    /// unknown peers (a server); otherwise only [`Endpoint::connect`]
+    /// creates associations. The cookie secret, tags and TSNs come from `seed`.
+    pub fn new(config: Config, local: SocketAddr, seed: Seed, accept_incoming: bool) -> Self {
+        let mut rng = seed.derive("endpoint").rng();
+        let key = CookieKey::generate(&mut rng, config.valid_cookie_life);
+        Endpoint {
+            config,
+            local,
+            seed,
+            rng,
+            key,
+            accept: accept_incoming,
+            assocs: BTreeMap::new(),
+            by_tag: BTreeMap::new(),
+            by_addr: BTreeMap::new(),
+            keys: BTreeMap::new(),
+            out: VecDeque::new(),
+            trace: VecDeque::new(),
+            stats: Stats::default(),
+            next_id: 0,
+        }
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+    /// Endpoint-level counters (packets no association took).
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    /// Live associations, in id order.
+    pub fn associations(&self) -> impl Iterator<Item = AssociationId> + '_ {
+        self.assocs.keys().copied()
+    }
+    pub fn association(&self, id: AssociationId) -> Option<&Association> {
+        self.assocs.get(&id)
+    }
+    pub fn association_mut(&mut self, id: AssociationId) -> Option<&mut Association> {
+        self.assocs.get_mut(&id)
+    }
+
+    fn alloc_id(&mut self) -> (AssociationId, Seed) {
+        let id = AssociationId(self.next_id);
+        self.next_id += 1;
+        (id, self.seed.derive(&format!("association-{}", id.0)))
+    }
+
+    /// Open an association to `remote` (INIT goes out on the next poll).
+    pub fn connect(&mut self, now: Instant, remote: SocketAddr) -> AssociationId {
+        let (id, seed) = self.alloc_id();
+        let a = Association::connect_with_key(
+            self.config.clone(),
+            now,
+            self.local,
+            remote,
+            seed,
+            self.key.clone(),
+        );
+        self.assocs.insert(id, a);
+        self.reindex(id);
+        id
+    }
+
+    /// Queue a message on association `id`.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        id: AssociationId,
+        m: Outgoing<'_>,
+    ) -> Result<u64, SendError> {
+        match self.assocs.get_mut(&id) {
+            Some(a) => a.send(now, m),
+            None => Err(SendError::NotConnected),
+        }
+    }
+
+    /// Graceful shutdown of association `id`.
+    pub fn close(&mut self, now: Instant, id: AssociationId) {
+        if let Some(a) = self.assocs.get_mut(&id) {
+            a.close(now);
+        }
+    }
+
+    /// ABORT association `id`.
+    pub fn abort(&mut self, now: Instant, id: AssociationId, reason: &str) {
+        if let Some(a) = self.assocs.get_mut(&id) {
+            a.abort(now, reason);
+        }
+    }
+
+    fn reindex(&mut self, id: AssociationId) {
+        if let Some((addr, tag)) = self.keys.remove(&id) {
+            self.by_tag.remove(&(addr, tag));
+            if self.by_addr.get(&addr) == Some(&id) {
+                self.by_addr.remove(&addr);
+            }
+        }
+        let Some(a) = self.assocs.get(&id) else {
+            return;
+        };
+        if let Some(addr) = a.remote_addr() {
+            self.by_tag.insert((addr, a.local_tag()), id);
+            self.by_addr.insert(addr, id);
+            self.keys.insert(id, (addr, a.local_tag()));
+        }
+    }
+
+    /// Drop closed associations whose output has been drained.
+    fn reap(&mut self) {
+        let dead: Vec<AssociationId> = self
+            .assocs
+            .iter()
+            .filter(|(_, a)| a.is_closed() && !a.has_pending_output())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dead {
+            self.assocs.remove(&id);
+            self.reindex(id);
+        }
+    }
+
+    /// A datagram arrived on the endpoint's socket.
+    pub fn handle_datagram(&mut self, now: Instant, d: Datagram) {
+        self.reap();
+        let len = d.payload.len();
+        let packet = match Packet::parse_bytes(&Bytes::from(d.payload)) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.malformed_packets += 1;
+                if self.config.trace {
+                    self.trace.push_back(Record::Discarded {
+                        time: now,
+                        why: "malformed".into(),
+                    });
+                }
+                return;
+            }
+        };
+        let id = self.route(d.src, &packet);
+        if let Some(id) = id {
+            if let Some(a) = self.assocs.get_mut(&id) {
+                a.handle_packet(now, d.src, packet, len);
+            }
+            self.reindex(id);
+            return;
+        }
+        match packet.chunks.first() {
+            Some(Chunk::Init(_)) if self.accept => {
+                match answer_init_statelessly(
+                    &self.config,
+                    &self.key,
+                    &mut self.rng,
+                    now,
+                    d.src,
+                    &packet,
+                ) {
+                    Some(p) => self.push_out(d.src, &p),
+                    None => self.discard(now, "invalid-init"),
+                }
+            }
+            Some(Chunk::CookieEcho(_)) if self.accept => {
+                let (id, seed) = self.alloc_id();
+                let mut a = Association::for_endpoint(
+                    self.config.clone(),
+                    self.local,
+                    seed,
+                    self.key.clone(),
+                );
+                a.handle_packet(now, d.src, packet, len);
+                if a.state() == State::Closed {
+                    // Invalid or stale cookie: keep the answers (e.g. the
+                    // Stale Cookie ERROR) and the records, not the association.
+                    while let Some(dg) = a.poll_transmit(now) {
+                        self.out.push_back(dg);
+                    }
+                    while let Some(r) = a.poll_trace() {
+                        self.trace.push_back(r);
+                    }
+                    self.stats.discarded_packets += 1;
+                } else {
+                    self.assocs.insert(id, a);
+                    self.reindex(id);
+                }
+            }
+            _ => {
+                self.discard(now, "out-of-the-blue");
+                if let Some(p) = ootb_response(self.config.local_port, &packet) {
+                    self.push_out(d.src, &p);
+                }
+            }
+        }
+    }
+
+    fn route(&self, src: SocketAddr, p: &Packet) -> Option<AssociationId> {
+        if let Some(id) = self.by_tag.get(&(src, p.verification_tag)) {
+            return Some(*id);
+        }
+        // Packets whose tag is legitimately not our tag: INIT (0), COOKIE
+        // ECHO of a restart, T-bit ABORT / SHUTDOWN COMPLETE (peer's tag).
+        let by_addr = match p.chunks.first()? {
+            Chunk::Init(_) | Chunk::CookieEcho(_) => true,
+            Chunk::Abort(a) => a.t_bit,
+            Chunk::ShutdownComplete(s) => s.t_bit,
+            _ => false,
+        };
+        if by_addr {
+            self.by_addr.get(&src).copied()
+        } else {
+            None
+        }
+    }
+
+    fn push_out(&mut self, dst: SocketAddr, p: &Packet) {
+        let mut payload = Vec::with_capacity(p.encoded_len());
+        p.emit(&mut payload);
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += payload.len() as u64;
+        self.out.push_back(Datagram {
+            src: self.local,
+            dst,
+            payload,
+        });
+    }
+
+    fn discard(&mut self, now: Instant, why: &'static str) {
+        self.stats.discarded_packets += 1;
+        if self.config.trace {
+            self.trace.push_back(Record::Discarded {
+                time: now,
+                why: why.into(),
+            });
+        }
+    }
+
+    /// Fire the timers that are due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.reap();
+        for a in self.assocs.values_mut() {
+            if a.poll_timeout().is_some_and(|t| t <= now) {
+                a.handle_timeout(now);
+            }
+        }
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
+        if let Some(d) = self.out.pop_front() {
+            return Some(d);
+        }
+        for a in self.assocs.values_mut() {
+            if let Some(d) = a.poll_transmit(now) {
+                return Some(d);
+            }
+        }
+        None
+    }
+
+    /// The earliest timer of all associations.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.assocs.values().filter_map(|a| a.poll_timeout()).min()
+    }
+
+    /// The next application event of any association.
+    pub fn poll_event(&mut self) -> Option<(AssociationId, AppEvent)> {
+        for (id, a) in self.assocs.iter_mut() {
+            if let Some(e) = a.poll_app() {
+                return Some((*id, e));
+            }
+        }
+        None
+    }
+
+    /// The next trace record: `None` for endpoint-level records.
+    pub fn poll_trace(&mut self) -> Option<(Option<AssociationId>, Record)> {
+        if let Some(r) = self.trace.pop_front() {
+            return Some((None, r));
+        }
+        for (id, a) in self.assocs.iter_mut() {
+            if let Some(r) = a.poll_trace() {
+                return Some((Some(*id), r));
+            }
+        }
+        None
+    }
+}
