@@ -430,10 +430,13 @@ impl LinkConfig {
                 });
             }
             None => {
-                if let Some((pos, _)) = limit_packets.or(limit_bytes.map(|(p, _)| (p, 0))) {
+                let limit = limit_packets
+                    .map(|(pos, _)| (pos, "limit"))
+                    .or(limit_bytes.map(|(pos, _)| (pos, "limit-bytes")));
+                if let Some((pos, token)) = limit {
                     return Err(LinkConfigError::Syntax {
                         position: pos,
-                        token: "limit".to_string(),
+                        token: token.to_string(),
                         expected: "a `rate` too: the limit bounds the bottleneck queue in front \
                                    of the rate limit (netem's delay-line limit is not modelled)"
                             .to_string(),

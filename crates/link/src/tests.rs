@@ -497,6 +497,11 @@ fn parse_netem_rejects_garbage_clearly() {
     assert!(e.contains("a jitter first"), "{e}");
     let e = refused("limit 100");
     assert!(e.contains("rate"), "{e}");
+    let e = refused("delay 5ms limit-bytes 3000");
+    assert!(
+        e.contains("word 3 (\"limit-bytes\")") && e.contains("rate"),
+        "{e}"
+    );
     let e = refused("gap 5");
     assert!(e.contains("reorder"), "{e}");
     let e = refused("loss 1% loss 2%");
