@@ -71,4 +71,6 @@ pub use summary::{LatencyMs, RetransmissionRow, Summary};
 pub use transaction::{mtt_reduction, response_times, transfer_time_at_loss, ResponseSample};
 
 #[cfg(test)]
+mod reference_tests;
+#[cfg(test)]
 mod tests;
