@@ -390,6 +390,73 @@ impl WorkloadConfig {
         }
     }
 
+    /// One line with the derived parameters a run should print before it
+    /// starts (fitted profile parameters, the derived Pareto shape, ...).
+    pub fn describe(&self) -> String {
+        let t = serde_duration::to_text;
+        match self {
+            WorkloadConfig::Constant { iat, bytes, streams, .. } => {
+                format!("constant: {bytes} B every {} over {streams} stream(s)", t(*iat))
+            }
+            WorkloadConfig::Exponential { mean_iat, bytes, streams, .. } => format!(
+                "exponential: {bytes} B, IAT exponential with mean {} over {streams} stream(s)",
+                t(*mean_iat)
+            ),
+            WorkloadConfig::Uniform { min_iat, max_iat, bytes, streams, .. } => format!(
+                "uniform: {bytes} B, IAT uniform on [{}, {}] over {streams} stream(s)",
+                t(*min_iat),
+                t(*max_iat)
+            ),
+            WorkloadConfig::Profile { name, iid, .. } => {
+                let f = name.fit();
+                let structure = if *name == ProfileName::Casa && !*iid {
+                    "Casa bursts of 4 (intra 305..309 ms, gap 26556..29898 ms); "
+                } else {
+                    ""
+                };
+                format!(
+                    "profile {name} ({}): {structure}IAT quantiles min/p1/p50/p99/max {:?} ms, k_up {:.3}; size on [{}, {}] B, theta {:.5}",
+                    name.row().label,
+                    f.iat_knots_ms,
+                    f.iat_k_up,
+                    f.size_min,
+                    f.size_max,
+                    f.size_theta
+                )
+            }
+            WorkloadConfig::Bursts { pattern, burst_size, gap, bursts, bytes, .. } => format!(
+                "bursts ({pattern:?}): {bursts} bursts of {burst_size} x {bytes} B, gap {}",
+                t(*gap)
+            ),
+            WorkloadConfig::Echo { bytes, mean_iat, streams, .. } => format!(
+                "echo: {bytes} B requests, IAT exponential with mean {}, round robin over {streams} stream(s); peer echoes",
+                t(*mean_iat)
+            ),
+            WorkloadConfig::Bulk { bytes, total_bytes, .. } => match total_bytes {
+                Some(total) => format!("bulk: {total} B in {bytes} B messages"),
+                None => format!("bulk: unlimited, {bytes} B messages"),
+            },
+            WorkloadConfig::Http { clients, mean_request_gap, min_bytes, mean_bytes, max_bytes, rtt_min, rtt_max, .. } => {
+                let alpha = crate::dist::TruncPareto::with_mean(*min_bytes as f64, *max_bytes as f64, *mean_bytes as f64)
+                    .map(|p| format!("{:.4}", p.alpha))
+                    .unwrap_or_else(|e| format!("unreachable ({e})"));
+                format!(
+                    "http: {clients} clients, RTT {}..{}, request gap exponential mean {}, sizes Pareto alpha {alpha} on [{min_bytes}, {max_bytes}] B (mean {mean_bytes})",
+                    t(*rtt_min),
+                    t(*rtt_max),
+                    t(*mean_request_gap)
+                )
+            }
+            WorkloadConfig::TraceCsv { path, time_unit, .. } => {
+                format!("trace-csv: {} (time in {time_unit:?})", path.display())
+            }
+            WorkloadConfig::TracePcap { path, protocol, src_port, dst_port, .. } => format!(
+                "trace-pcap: {} ({protocol:?}, src port {src_port:?}, dst port {dst_port:?})",
+                path.display()
+            ),
+        }
+    }
+
     /// Makes relative trace paths relative to `base` (the scenario file's
     /// directory) instead of the working directory.
     pub fn resolve_paths(&mut self, base: &Path) {

@@ -178,6 +178,20 @@ impl QuantileFit {
             })
             .sum()
     }
+
+    /// Exact variance. On a segment `x = a + b·t^k` with `t` uniform,
+    /// `E[x²] = a² + 2ab/(k + 1) + b²/(2k + 1)`.
+    pub fn variance(&self) -> f64 {
+        let w = segment_weights();
+        let second: f64 = (0..4)
+            .map(|i| {
+                let k = if i >= 2 { self.k_up } else { 1.0 };
+                let (a, b) = (self.knots[i], self.knots[i + 1] - self.knots[i]);
+                w[i] * (a * a + 2.0 * a * b / (k + 1.0) + b * b / (2.0 * k + 1.0))
+            })
+            .sum();
+        (second - self.mean().powi(2)).max(0.0)
+    }
 }
 
 fn segment_weights() -> [f64; 4] {
@@ -367,11 +381,19 @@ mod tests {
             assert!((q.quantile(*u) - x).abs() < 1e-9, "u={u}");
         }
         assert!((q.mean() - 318.0).abs() < 1e-9);
-        // Sampled mean agrees with the closed form.
+        // Sampled mean and variance agree with the closed forms.
         let mut rng = Seed(1).rng();
         let n = 400_000;
-        let m: f64 = (0..n).map(|_| q.sample(&mut rng)).sum::<f64>() / n as f64;
+        let xs: Vec<f64> = (0..n).map(|_| q.sample(&mut rng)).collect();
+        let m = xs.iter().sum::<f64>() / n as f64;
+        let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n as f64;
         assert!((m - 318.0).abs() / 318.0 < 0.03, "sampled mean {m}");
+        assert!(
+            (v.sqrt() / q.variance().sqrt() - 1.0).abs() < 0.1,
+            "sd {} vs {}",
+            v.sqrt(),
+            q.variance().sqrt()
+        );
     }
 
     #[test]

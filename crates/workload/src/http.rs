@@ -24,6 +24,13 @@
 //!   generator only exposes them ([`HttpCrossTraffic::clients`]); applying
 //!   them is the simulator's job.
 //!
+//! A [`Flow`] stands for one web transfer as made by 002's
+//! `http-client`/`http-server` pair (002 App. B): client *c* asks the server
+//! for a file and the server sends `bytes` bytes back over its own TCP
+//! connection, so the bulk of the bytes crosses the bottleneck from the
+//! server side. How the request is sized and whether a connection is reused
+//! is the simulator's choice; the documents do not say.
+//!
 //! The output is a time-ordered sequence of [`Flow`]s (ties broken by client
 //! index). Each client draws from its own [`Rng`] derived from the seed with
 //! the label `"client{i}"`, so changing the number of clients does not change

@@ -279,3 +279,68 @@ fn http_builds_flows() {
     assert_eq!(flows.len(), 20);
     assert!(flows.iter().all(|f| f.client < 3));
 }
+
+#[test]
+fn describe_prints_derived_parameters() {
+    let h = from_toml("kind = \"http\"\n").describe();
+    assert!(
+        h.contains("alpha 1.043") && h.contains("81 clients") && h.contains("5ms..405ms"),
+        "{h}"
+    );
+    let p = from_toml("kind = \"profile\"\nname = \"casa\"\n").describe();
+    assert!(
+        p.contains("bursts of 4") && p.contains("Casa (sensor network)"),
+        "{p}"
+    );
+    let c = from_toml("kind = \"constant\"\niat = \"85ms\"\nbytes = 120\n").describe();
+    assert_eq!(c, "constant: 120 B every 85ms over 1 stream(s)");
+}
+
+/// A pcap file on disk replays one direction through the config layer.
+#[test]
+fn pcap_file_replays_through_config() {
+    // Raw-IP (link type 101) little-endian microsecond capture, two UDP
+    // datagrams 20 ms apart from port 4000, one from port 5000.
+    let mut f = Vec::new();
+    f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    f.extend_from_slice(&2u16.to_le_bytes());
+    f.extend_from_slice(&4u16.to_le_bytes());
+    for v in [0u32, 0, 65535, 101] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    let datagram = |src: u16, payload: usize| {
+        let mut ip = vec![0u8; 28];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((28 + payload) as u16).to_be_bytes());
+        ip[9] = 17;
+        ip[20..22].copy_from_slice(&src.to_be_bytes());
+        ip[22..24].copy_from_slice(&9u16.to_be_bytes());
+        ip[24..26].copy_from_slice(&((8 + payload) as u16).to_be_bytes());
+        ip.resize(28 + payload, 0);
+        ip
+    };
+    for (usec, src, payload) in [
+        (100u32, 4000u16, 40usize),
+        (10_100, 5000, 99),
+        (20_100, 4000, 60),
+    ] {
+        let d = datagram(src, payload);
+        for v in [7u32, usec, d.len() as u32, d.len() as u32] {
+            f.extend_from_slice(&v.to_le_bytes());
+        }
+        f.extend_from_slice(&d);
+    }
+    let dir = std::env::temp_dir().join(format!("thinstream-workload-pcap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("c.pcap"), &f).unwrap();
+    let mut c = from_toml("kind = \"trace-pcap\"\npath = \"c.pcap\"\nprotocol = \"udp\"\nsrc-port = 4000\nstream = 2\n");
+    c.resolve_paths(&dir);
+    assert_eq!(c.stream_count(), 3);
+    let m = messages(&c, 0, 10);
+    let got: Vec<(u64, u32, u16)> = m
+        .iter()
+        .map(|x| (x.at.as_nanos() / 1_000_000, x.bytes, x.stream))
+        .collect();
+    assert_eq!(got, [(1000, 40, 2), (1020, 60, 2)]);
+    std::fs::remove_dir_all(&dir).ok();
+}
