@@ -31,6 +31,9 @@ pub struct EndpointSetup {
     pub peer: SocketAddr,
     /// Derived from the master seed with the label `flow{i}.a` / `flow{i}.b`.
     pub seed: Seed,
+    /// When the flow starts: the factory is called, and the app started, at
+    /// this virtual time (pass it as `now` to a connecting transport).
+    pub start: Instant,
 }
 
 /// Builds an endpoint's transport once addresses and seed are known.
@@ -68,6 +71,9 @@ pub struct FlowSpec {
     pub b: EndpointSpec,
     /// UDP port of both endpoints (default 9899, RFC 6951 §5.1).
     pub port: u16,
+    /// When both endpoints start (default: time zero). Before that the
+    /// endpoints do not exist: datagrams reaching them are dropped and counted.
+    pub start: Instant,
 }
 
 impl FlowSpec {
@@ -76,7 +82,13 @@ impl FlowSpec {
             a,
             b,
             port: crate::pcap::SCTP_UDP_PORT,
+            start: Instant::ZERO,
         }
+    }
+    /// Starts the flow at `start` instead of time zero.
+    pub fn starting_at(mut self, start: Instant) -> Self {
+        self.start = start;
+        self
     }
     pub fn with_port(mut self, port: u16) -> Self {
         self.port = port;
@@ -114,6 +126,9 @@ enum Event {
     Stop {
         generation: u64,
     },
+    Start {
+        endpoint: EndpointId,
+    },
 }
 
 struct Endpoint {
@@ -123,6 +138,9 @@ struct Endpoint {
     peer: SocketAddr,
     seed: Seed,
     node: usize,
+    /// Until the flow starts: the factory and what it will be told.
+    pending: Option<(TransportFactory, EndpointSetup)>,
+    start: Instant,
     transport: Box<dyn Transport>,
     app: Box<dyn App>,
     /// The transport deadline currently scheduled, and its generation.
@@ -215,6 +233,7 @@ impl Simulation {
         let mut endpoints = Vec::with_capacity(flows.len() * 2);
         for (i, flow) in flows.into_iter().enumerate() {
             let (a_addr, b_addr) = addrs[i];
+            let flow_start = flow.start;
             for (side, spec, local, peer) in [
                 (Side::A, flow.a, a_addr, b_addr),
                 (Side::B, flow.b, b_addr, a_addr),
@@ -231,8 +250,8 @@ impl Simulation {
                     local,
                     peer,
                     seed,
+                    start: flow_start,
                 };
-                let transport = (spec.transport)(&setup);
                 debug_assert_eq!(endpoints.len(), id.0);
                 endpoints.push(Endpoint {
                     flow: FlowId(i),
@@ -241,7 +260,9 @@ impl Simulation {
                     peer,
                     seed,
                     node: plan.endpoint_node[id.0],
-                    transport,
+                    pending: Some((spec.transport, setup)),
+                    start: flow_start,
+                    transport: Box::new(NotStarted),
                     app: spec.app,
                     timer_at: None,
                     timer_generation: 0,
@@ -378,12 +399,31 @@ impl Simulation {
         self.started = true;
         let now = self.now;
         for i in 0..self.endpoints.len() {
-            let id = EndpointId(i);
-            let ep = &mut self.endpoints[i];
-            let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
-            ep.app.on_start(&mut ctx);
-            self.drive(id, now);
+            let start = self.endpoints[i].start;
+            if start <= now {
+                self.start_endpoint(EndpointId(i), now);
+            } else {
+                self.queue.push(
+                    start,
+                    Event::Start {
+                        endpoint: EndpointId(i),
+                    },
+                );
+            }
         }
+    }
+
+    /// Builds the endpoint's transport, starts its app and drives it once
+    /// (a connecting transport emits its first packet here).
+    fn start_endpoint(&mut self, id: EndpointId, now: Instant) {
+        let ep = &mut self.endpoints[id.0];
+        let Some((factory, setup)) = ep.pending.take() else {
+            return;
+        };
+        ep.transport = factory(&setup);
+        let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
+        ep.app.on_start(&mut ctx);
+        self.drive(id, now);
     }
 
     fn run_loop(&mut self) -> StopReason {
@@ -405,6 +445,7 @@ impl Simulation {
                     self.stale_events += 1;
                     continue;
                 }
+                Event::Start { endpoint } => self.start_endpoint(endpoint, at),
                 Event::LinkExit { link, datagram } => self.link_exit(link, at, datagram),
                 Event::Local { endpoint, datagram } => self.deliver(endpoint, at, datagram),
                 Event::TransportTimer {
@@ -602,6 +643,10 @@ impl Simulation {
             }
         }
         let ep = &mut self.endpoints[id.0];
+        if ep.pending.is_some() {
+            ep.stats.dropped_before_start += 1;
+            return;
+        }
         ep.stats.datagrams_received += 1;
         ep.stats.bytes_received += datagram.payload.len() as u64;
         ep.transport.handle_datagram(now, datagram);
@@ -652,5 +697,40 @@ impl Simulation {
             pcap: self.capture.map(|(_, w)| w.into_bytes()),
             pcap_skipped: self.pcap_skipped,
         }
+    }
+}
+
+/// The transport of an endpoint whose flow has not started: no output, no
+/// timers, refuses to send. Replaced by the real one at the start time.
+struct NotStarted;
+
+impl Transport for NotStarted {
+    fn handle_datagram(&mut self, _now: Instant, _datagram: Datagram) {}
+    fn handle_timeout(&mut self, _now: Instant) {}
+    fn poll_transmit(&mut self, _now: Instant) -> Option<Datagram> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    fn poll_app(&mut self) -> Option<thinstream_base::drive::AppEvent> {
+        None
+    }
+    fn poll_trace(&mut self) -> Option<Record> {
+        None
+    }
+    fn send(
+        &mut self,
+        _now: Instant,
+        _message: thinstream_base::drive::Outgoing<'_>,
+    ) -> Result<u64, thinstream_base::drive::SendError> {
+        Err(thinstream_base::drive::SendError::NotConnected)
+    }
+    fn close(&mut self, _now: Instant) {}
+    fn is_established(&self) -> bool {
+        false
+    }
+    fn is_closed(&self) -> bool {
+        false
     }
 }

@@ -71,6 +71,8 @@ pub struct EndpointStats {
     /// Transport timer events that fired (stale ones excluded).
     pub timer_fires: u64,
     pub app_events: u64,
+    /// Datagrams that arrived before the endpoint's flow started.
+    pub dropped_before_start: u64,
 }
 
 /// Everything one endpoint produced.

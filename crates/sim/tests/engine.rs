@@ -587,3 +587,94 @@ fn greedy_schedule_is_paced_by_the_transport() {
     assert_eq!(source.waiting, 1);
     assert!(verify_delivery(source, sink, false).is_ok());
 }
+
+// A flow with a later start builds its transport then; datagrams reaching it earlier are dropped.
+#[test]
+fn flows_start_at_their_start_time() {
+    let seed = test_seed(14);
+    let _r = Reproduce(seed);
+    let topology = Topology::TwoHost {
+        forward: link(10, None),
+        reverse: link(10, None),
+    };
+    let started = Rc::new(RefCell::new(Vec::new()));
+    let log = started.clone();
+    let early = FlowSpec::new(
+        datagram_endpoint(MessageSource::new(periodic(
+            Instant::ZERO,
+            Duration::from_millis(100),
+            3,
+            20,
+        ))),
+        datagram_endpoint(Sink::messages()),
+    );
+    // Flow 1's B side starts at 150 ms; its A side sends from 0 ms (also starting at 150 ms: same flow).
+    let late = FlowSpec::new(
+        EndpointSpec::new(
+            move |s| {
+                log.borrow_mut().push((s.side, s.start));
+                Box::new(thinstream_sim::toy::UnreliableDatagram::new(
+                    s.local, s.peer,
+                )) as Box<dyn Transport>
+            },
+            MessageSource::new(periodic(Instant::ZERO, Duration::from_millis(100), 3, 20)),
+        ),
+        datagram_endpoint(Sink::messages()),
+    )
+    .starting_at(ms(150));
+    let result = Simulation::new(seed, &topology, vec![early, late])
+        .unwrap()
+        .run(ms(1000));
+    assert_eq!(*started.borrow(), vec![(Side::A, ms(150))]);
+    let times = |f| -> Vec<Instant> {
+        result
+            .endpoint(FlowId(f), Side::B)
+            .app
+            .received()
+            .unwrap()
+            .deliveries
+            .iter()
+            .map(|d| d.time)
+            .collect()
+    };
+    assert_eq!(times(0), vec![ms(10), ms(110), ms(210)]);
+    // The late source's schedule was already due at its start: 0 and 100 ms go out at 150 ms.
+    assert_eq!(times(1), vec![ms(160), ms(160), ms(210)]);
+}
+
+// A datagram reaching an endpoint whose flow has not started is dropped and counted.
+#[test]
+fn datagrams_before_start_are_dropped() {
+    let poke = EndpointSpec::new(
+        |s| {
+            Box::new(Scripted {
+                deadline: None,
+                after_fire: vec![],
+                // Addressed to flow 1's B endpoint, which starts at 100 ms.
+                poke: Some(Datagram {
+                    src: s.local,
+                    dst: "198.51.100.2:9899".parse().unwrap(),
+                    payload: vec![0],
+                }),
+                log: Rc::new(RefCell::new(Log::default())),
+            }) as Box<dyn Transport>
+        },
+        Idle,
+    );
+    let topology = Topology::TwoHost {
+        forward: link(1, None),
+        reverse: link(1, None),
+    };
+    let flows = vec![
+        FlowSpec::new(poke, datagram_endpoint(Idle)),
+        FlowSpec::new(datagram_endpoint(Idle), datagram_endpoint(Sink::messages()))
+            .starting_at(ms(100)),
+    ];
+    let result = Simulation::new(Seed(15), &topology, flows)
+        .unwrap()
+        .run(ms(200));
+    let b1 = result.endpoint(FlowId(1), Side::B);
+    assert_eq!(b1.stats.dropped_before_start, 1);
+    assert_eq!(b1.stats.datagrams_received, 0);
+    assert_eq!(result.unroutable, 0);
+}
