@@ -66,8 +66,11 @@ pub use flow::{
     LossMethod, MessageOutcome, OwdCorrection, ReasonRow, RetransmissionGroup, RetransmittedPiece,
     ThroughputSource,
 };
-pub use stats::{jain_index, mean_ci95, median, percentile_sorted, Cdf, CdfPoint, LatencyStats};
-pub use summary::{LatencyMs, RetransmissionRow, Summary};
+pub use stats::{
+    jain_index, jain_per_interval, mean_ci95, median, percentile_sorted, Cdf, CdfPoint,
+    LatencyStats,
+};
+pub use summary::{markdown_table, LatencyMs, RetransmissionRow, Summary};
 pub use transaction::{mtt_reduction, response_times, transfer_time_at_loss, ResponseSample};
 
 #[cfg(test)]

@@ -154,6 +154,23 @@ pub fn jain_index(values: &[f64]) -> Option<f64> {
     Some(sum * sum / (values.len() as f64 * sq))
 }
 
+/// Jain's index per interval over several flows' throughput series of equal
+/// interval length (e.g. from [`crate::FlowAnalysis::throughput`] with the
+/// same window): entry `k` is the index over every flow's bytes in interval
+/// `k`. Series shorter than the longest count as zero there.
+pub fn jain_per_interval(series: &[Vec<u64>]) -> Vec<Option<f64>> {
+    let len = series.iter().map(Vec::len).max().unwrap_or(0);
+    (0..len)
+        .map(|k| {
+            let v: Vec<f64> = series
+                .iter()
+                .map(|s| s.get(k).copied().unwrap_or(0) as f64)
+                .collect();
+            jain_index(&v)
+        })
+        .collect()
+}
+
 /// Two-sided 97.5% quantiles of Student's t for 1..=30 degrees of freedom
 /// (standard table values).
 const T_975: [f64; 30] = [
@@ -289,6 +306,9 @@ mod tests {
         assert_eq!(jain_index(&[]), None);
         assert_eq!(jain_index(&[0.0, 0.0]), None);
         assert_eq!(jain_index(&[1.0, -1.0]), None);
+        // Interval 0: equal; interval 1: one flow idle; interval 2: nobody sent.
+        let per = jain_per_interval(&[vec![10, 10, 0], vec![10, 0]]);
+        assert_eq!(per, vec![Some(1.0), Some(0.5), None]);
     }
 
     #[test]

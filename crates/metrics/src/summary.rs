@@ -202,3 +202,42 @@ impl FlowAnalysis {
         Summary::of(self)
     }
 }
+
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// A Markdown table of summaries, one row per `(variant name, summary)`, in
+/// the layout of the documents' result tables: latency in ms (one decimal),
+/// the 99th percentile per retransmission group, `tohd` and loss in percent
+/// (two decimals), `-` where a value is unknown.
+pub fn markdown_table(rows: &[(&str, &Summary)]) -> String {
+    let mut out = String::from(
+        "| variant | latency | messages | delivered | mean | p50 | p99 | p99.9 | max | p99 rtx 1 | p99 rtx 2 | p99 rtx 3+ | tohd % | loss % | spurious |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (name, s) in rows {
+        let l = s.latency_ms;
+        let rtx = |i: usize| cell(s.by_retransmissions.get(i).and_then(|r| r.p99_ms), 1);
+        out.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            s.latency.name(),
+            s.messages,
+            s.delivered
+                .map_or_else(|| "-".to_string(), |d| d.to_string()),
+            cell(l.map(|l| l.mean), 1),
+            cell(l.map(|l| l.p50), 1),
+            cell(l.map(|l| l.p99), 1),
+            cell(l.map(|l| l.p999), 1),
+            cell(l.map(|l| l.max), 1),
+            rtx(1),
+            rtx(2),
+            rtx(3),
+            cell(s.tohd.map(|t| t * 100.0), 2),
+            cell(s.loss_rate.map(|t| t * 100.0), 2),
+            s.spurious
+                .map_or_else(|| "-".to_string(), |d| d.to_string()),
+        ));
+    }
+    out
+}

@@ -862,3 +862,27 @@ fn latency_kind_names() {
         );
     }
 }
+
+// The head-of-line summary as a table row: latencies {0, 100, 200} ms, the single
+// 1-retransmission message at 200 ms, tohd and loss 25%, no spurious retransmission.
+#[test]
+fn markdown_table_rows() {
+    let (s, r) = hol_trace();
+    let sum = FlowAnalysis::new(&s, Some(&r), AnalysisOptions::default())
+        .unwrap()
+        .summary();
+    let sender_only = FlowAnalysis::new(&s, None, AnalysisOptions::default())
+        .unwrap()
+        .summary();
+    let table = markdown_table(&[("rfc", &sum), ("rfc (sender dump)", &sender_only)]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(
+        lines[2],
+        "| rfc | application | 3 | 3 | 100.0 | 100.0 | 200.0 | 200.0 | 200.0 | 200.0 | - | - | 25.00 | 25.00 | 0 |"
+    );
+    assert_eq!(
+        lines[3],
+        "| rfc (sender dump) | application | 3 | - | - | - | - | - | - | - | - | - | 25.00 | 25.00 | - |"
+    );
+}
