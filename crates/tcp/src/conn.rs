@@ -299,8 +299,10 @@ impl TcpConnection {
 
     // ----- segment emission -------------------------------------------------
 
+    /// The timestamp clock: milliseconds, offset by one so that a segment
+    /// sent at time zero does not carry TSval 0 (which would read as "no echo").
     fn ts_now(now: Instant) -> u32 {
-        (now.as_nanos() / 1_000_000) as u32
+        ((now.as_nanos() / 1_000_000) as u32).wrapping_add(1)
     }
 
     /// Builds, records and queues one segment.
