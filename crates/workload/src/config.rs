@@ -108,7 +108,7 @@ fn is_one(v: &u16) -> bool {
 }
 
 /// Serde description of a workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "kind",
     rename_all = "kebab-case",

@@ -79,6 +79,26 @@ pub trait Generator {
     /// The next message, at or after the previous one (`None` = finished).
     /// Deterministic given the configuration, start instant and seed.
     fn next_message(&mut self) -> Option<Message>;
+
+    /// The generator as an [`Iterator`] of messages (for drivers that take a
+    /// schedule as an iterator; `Box<dyn Generator + Send>` works too).
+    fn into_messages(self) -> Messages<Self>
+    where
+        Self: Sized,
+    {
+        Messages(self)
+    }
+}
+
+/// Iterator adapter over a [`Generator`] (see [`Generator::into_messages`]).
+#[derive(Debug)]
+pub struct Messages<G>(pub G);
+
+impl<G: Generator> Iterator for Messages<G> {
+    type Item = Message;
+    fn next(&mut self) -> Option<Message> {
+        self.0.next_message()
+    }
 }
 
 impl<G: Generator + ?Sized> Generator for Box<G> {
@@ -98,4 +118,28 @@ pub fn take_messages(generator: &mut dyn Generator, limit: usize) -> Vec<Message
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use thinstream_base::{Duration, Seed};
+
+    #[test]
+    fn boxed_generator_iterates() {
+        let cfg = WorkloadConfig::Constant {
+            iat: Duration::from_millis(10),
+            bytes: 5,
+            streams: 1,
+            unordered: false,
+            count: Some(3),
+            duration: None,
+        };
+        let g = cfg.build(Instant::ZERO, Seed(0)).unwrap();
+        let at: Vec<u64> = g
+            .into_messages()
+            .map(|m| m.at.as_nanos() / 1_000_000)
+            .collect();
+        assert_eq!(at, [0, 10, 20]);
+    }
 }
