@@ -105,6 +105,8 @@ pub struct TcpConnection {
     /// Oldest unacknowledged sequence offset (SYN = 0).
     pub(crate) snd_una: u64,
     pub(crate) snd_wnd: u64,
+    /// `snd_wnd` still holds the unscaled window of the peer's SYN.
+    pub(crate) syn_window: bool,
     pub(crate) syn_sent_at: Option<Instant>,
     pub(crate) syn_retransmitted: bool,
     pub(crate) syn_tries: u32,
@@ -191,6 +193,7 @@ impl TcpConnection {
             sq: SendQueue::default(),
             snd_una: 0,
             snd_wnd: 0,
+            syn_window: false,
             syn_sent_at: None,
             syn_retransmitted: false,
             syn_tries: 0,
@@ -605,6 +608,7 @@ impl TcpConnection {
             }
         }
         self.snd_wnd = u64::from(seg.window);
+        self.syn_window = true;
     }
 
     fn on_listen(&mut self, now: Instant, src: SocketAddr, seg: &Segment) {

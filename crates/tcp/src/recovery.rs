@@ -72,7 +72,10 @@ impl TcpConnection {
         if ack < self.snd_una {
             return; // an old ACK; its window is stale too
         }
-        let window_changed = window != self.snd_wnd;
+        // The window in a SYN is never scaled (RFC 7323 §2.2), so the first
+        // scaled window differs without being a window update worth noting.
+        let window_changed = window != self.snd_wnd && !self.syn_window;
+        self.syn_window = false;
         self.snd_wnd = window;
         let prior_una = self.snd_una;
         let prior_pipe = self.pipe();

@@ -1,0 +1,94 @@
+//! Fast retransmit after DupThresh duplicate ACKs versus modified fast
+//! retransmit on the first one while thin (002 §4.1.4).
+
+mod common;
+use common::*;
+use thinstream_base::trace::TxReason;
+use thinstream_base::Instant;
+use thinstream_tcp::TcpConfig;
+
+/// `n` 100-byte messages 10 ms apart from t = 1 s on a 100 ms RTT path; the
+/// first transmission of the first message is lost. Returns the
+/// retransmissions of unit 0.
+fn retransmissions(cfg: TcpConfig, n: usize) -> Vec<(Instant, TxReason)> {
+    let mut net = Net::pair(&cfg, &TcpConfig::newreno(), ms(50));
+    let mut first = true;
+    net.drop_rule = Some(Box::new(move |p| {
+        if p.from == 0 && p.units.is_some_and(|(s, _)| s == 0) && first {
+            first = false;
+            return true;
+        }
+        false
+    }));
+    net.run_until(at(1000));
+    for i in 0..n {
+        net.run_until(at(1000 + 10 * i as u64));
+        net.send(0, &[i as u8; 100]);
+    }
+    net.run_until(at(10_000));
+    assert_eq!(net.rx[1].len(), 100 * n);
+    net.sends_of(0, 0).into_iter().skip(1).collect()
+}
+
+fn profile(p: &str) -> TcpConfig {
+    TcpConfig::from_profile(p).unwrap()
+}
+
+#[test]
+fn thick_stream_fast_retransmits_on_the_third_dupack() {
+    // Duplicate ACKs for the messages sent at 1010, 1020, 1030 arrive at
+    // 1110, 1120, 1130: the third triggers fast retransmit.
+    let want = vec![(at(1130), TxReason::FastRetransmit)];
+    assert_eq!(retransmissions(profile("newreno"), 6), want);
+    let mut no_sack = profile("newreno");
+    no_sack.sack = false;
+    assert_eq!(retransmissions(no_sack, 6), want, "New Reno without SACK");
+    // mFR does not apply: six packets are out at the first dupACK.
+    assert_eq!(retransmissions(profile("newreno+mfr"), 6), want);
+}
+
+#[test]
+fn thin_stream_waits_for_the_rto_without_mfr() {
+    // One dupACK only; the RTO (1 s floor) started at 1000 fires at 2000.
+    assert_eq!(
+        retransmissions(profile("newreno"), 2),
+        vec![(at(2000), TxReason::TimeoutRetransmit)]
+    );
+}
+
+#[test]
+fn thin_stream_fast_retransmits_on_the_first_dupack_with_mfr() {
+    let want = vec![(at(1110), TxReason::FastRetransmit)];
+    assert_eq!(retransmissions(profile("newreno+mfr"), 2), want);
+    let mut no_sack = profile("newreno+mfr");
+    no_sack.sack = false;
+    assert_eq!(retransmissions(no_sack, 2), want, "New Reno without SACK");
+    assert_eq!(retransmissions(profile("linux-2.6.23+mfr"), 2), want);
+}
+
+#[test]
+fn new_reno_partial_ack_retransmits_the_next_hole() {
+    // Lose the first transmissions of messages 0 and 2 of 8, without SACK.
+    let mut cfg = profile("newreno");
+    cfg.sack = false;
+    let mut net = Net::pair(&cfg, &cfg, ms(50));
+    net.drop_rule = Some(Box::new(|p| {
+        p.from == 0 && matches!(p.data_index, Some(0) | Some(2))
+    }));
+    net.run_until(at(1000));
+    for i in 0..8u64 {
+        net.run_until(at(1000 + 10 * i));
+        net.send(0, &[i as u8; 100]);
+    }
+    net.run_until(at(10_000));
+    assert_eq!(net.rx[1].len(), 800);
+    // DupACKs come from messages 1, 3, 4 (sent 1010, 1030, 1040): fast
+    // retransmit of unit 0 at 1140; its ACK (1240) is partial and
+    // retransmits unit 200 at once (RFC 6582 §3.2 step 5).
+    assert_eq!(net.sends_of(0, 0)[1], (at(1140), TxReason::FastRetransmit));
+    assert_eq!(
+        net.sends_of(0, 200)[1],
+        (at(1240), TxReason::FastRetransmit)
+    );
+    assert_eq!(net.eps[0].stats().timeouts, 0);
+}
