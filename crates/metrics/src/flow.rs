@@ -325,6 +325,235 @@ pub struct FlowAnalysis {
     owd: OwdModel,
 }
 
+/// What the sender's records say, per unit range and in total.
+struct SenderScan {
+    messages: Vec<MessageOutcome>,
+    by_id: BTreeMap<u64, usize>,
+    /// Which message (index) occupies each unit.
+    owner: RangeMap<usize>,
+    first_tx: RangeMap<FirstTx>,
+    tx_count: RangeMap<u32>,
+    acked: RangeMap<Instant>,
+    abandoned: RangeMap<Instant>,
+    reasons: BTreeMap<TxReason, u64>,
+    retransmitted: Vec<RetransmittedPiece>,
+    payload_bytes_sent: u64,
+    unique_bytes_sent: u64,
+    counters: Counters,
+    acked_bytes: Vec<(Instant, u64)>,
+}
+
+impl SenderScan {
+    fn scan(records: &[Record]) -> Result<SenderScan, MetricsError> {
+        let mut s = SenderScan {
+            messages: Vec::new(),
+            by_id: BTreeMap::new(),
+            owner: RangeMap::new(),
+            first_tx: RangeMap::new(),
+            tx_count: RangeMap::new(),
+            acked: RangeMap::new(),
+            abandoned: RangeMap::new(),
+            reasons: TxReason::ALL.iter().map(|r| (*r, 0)).collect(),
+            retransmitted: Vec::new(),
+            payload_bytes_sent: 0,
+            unique_bytes_sent: 0,
+            counters: Counters::default(),
+            acked_bytes: Vec::new(),
+        };
+        for (i, rec) in records.iter().enumerate() {
+            match rec {
+                Record::Submitted {
+                    time,
+                    message,
+                    stream,
+                    bytes,
+                    unordered,
+                    units,
+                } => {
+                    let units = units_ok(*units, Side::Sender, i)?;
+                    if s.by_id.insert(*message, s.messages.len()).is_some() {
+                        return Err(MetricsError::DuplicateMessage { message: *message });
+                    }
+                    if s.owner.fill_gaps(units, s.messages.len()) != units.len() {
+                        return Err(MetricsError::OverlappingMessage { message: *message });
+                    }
+                    s.messages.push(MessageOutcome {
+                        message: *message,
+                        stream: *stream,
+                        bytes: *bytes,
+                        unordered: *unordered,
+                        units,
+                        sent: *time,
+                        submitted: *time,
+                        first_tx: None,
+                        retransmissions: 0,
+                        acked: None,
+                        arrived: None,
+                        delivered: None,
+                        abandoned: false,
+                    });
+                }
+                Record::PacketSent { time, data, .. } => {
+                    s.counters.packets_sent += 1;
+                    if !data.is_empty() {
+                        s.counters.data_packets_sent += 1;
+                    }
+                    let mut carries_retransmission = false;
+                    for piece in data {
+                        let units = units_ok(piece.units, Side::Sender, i)?;
+                        carries_retransmission |=
+                            s.on_piece(*time, units, piece.bytes, piece.reason);
+                    }
+                    if carries_retransmission {
+                        s.counters.retransmission_packets += 1;
+                    }
+                }
+                Record::Acked { time, units } => {
+                    s.on_acked(*time, units_ok(*units, Side::Sender, i)?);
+                }
+                Record::Abandoned { time, units } => {
+                    s.abandoned
+                        .fill_gaps(units_ok(*units, Side::Sender, i)?, *time);
+                }
+                Record::PacketReceived { .. } => s.counters.packets_received += 1,
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
+
+    /// One data piece of a sent packet; returns whether it counts as a
+    /// retransmission for eq. 5.2.
+    fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
+        *self.reasons.entry(reason).or_insert(0) += 1;
+        self.payload_bytes_sent += u64::from(bytes);
+        let first = FirstTx {
+            time,
+            bytes,
+            len: units.len(),
+        };
+        let new_units = self.first_tx.fill_gaps(units, first);
+        self.unique_bytes_sent += pro_rata(bytes, units.len(), new_units);
+        let before = self
+            .tx_count
+            .update(units, 0, |c| *c = c.saturating_add(1))
+            .unwrap_or(0);
+        if !reason.is_retransmission() {
+            return false;
+        }
+        self.retransmitted.push(RetransmittedPiece {
+            time,
+            units,
+            bytes,
+            reason,
+            nth: before.max(1),
+            spurious: None,
+        });
+        // Eq. 5.2 counts "registered retransmitted packets"; redundant copies
+        // sent along with new data are not a reaction to loss.
+        reason != TxReason::RedundantBundle
+    }
+
+    fn on_acked(&mut self, time: Instant, units: Units) {
+        let covered: Vec<Units> = self.acked.overlapping(units).map(|(u, _)| u).collect();
+        self.acked.fill_gaps(units, time);
+        // Bytes of the newly acknowledged units (the gaps between the ranges
+        // acked before), via the piece that first carried them.
+        let mut newly = 0u64;
+        let mut cursor = units.start;
+        for u in covered
+            .iter()
+            .copied()
+            .chain(std::iter::once(Units::new(units.end, units.end)))
+        {
+            if u.start > cursor {
+                for (part, f) in self.first_tx.overlapping(Units::new(cursor, u.start)) {
+                    newly += pro_rata(f.bytes, f.len, part.len());
+                }
+            }
+            cursor = cursor.max(u.end);
+        }
+        if newly > 0 {
+            self.acked_bytes.push((time, newly));
+        }
+    }
+
+    fn apply_app_sends(&mut self, app: &[AppSend]) -> Result<(), MetricsError> {
+        let mut seen = BTreeMap::new();
+        for a in app {
+            let idx = *self
+                .by_id
+                .get(&a.message)
+                .ok_or(MetricsError::UnknownMessage { message: a.message })?;
+            if seen.insert(a.message, ()).is_some() {
+                return Err(MetricsError::DuplicateAppSend { message: a.message });
+            }
+            let m = &mut self.messages[idx];
+            if a.time > m.submitted {
+                return Err(MetricsError::AppSendAfterSubmit {
+                    message: a.message,
+                    app: a.time,
+                    submitted: m.submitted,
+                });
+            }
+            m.sent = a.time;
+        }
+        Ok(())
+    }
+}
+
+/// What the receiver's records say.
+struct ReceiverScan {
+    arrived: RangeMap<Instant>,
+    delivered: RangeMap<Instant>,
+    arrived_bytes: Vec<(Instant, u64)>,
+    delivered_bytes: Vec<(Instant, u64)>,
+    counters: Counters,
+}
+
+impl ReceiverScan {
+    fn scan(records: &[Record]) -> Result<ReceiverScan, MetricsError> {
+        let mut r = ReceiverScan {
+            arrived: RangeMap::new(),
+            delivered: RangeMap::new(),
+            arrived_bytes: Vec::new(),
+            delivered_bytes: Vec::new(),
+            counters: Counters::default(),
+        };
+        for (i, rec) in records.iter().enumerate() {
+            match rec {
+                Record::Arrived {
+                    time, units, bytes, ..
+                } => {
+                    // First arrival per unit, whatever the `duplicate` flag says.
+                    let units = units_ok(*units, Side::Receiver, i)?;
+                    let new_units = r.arrived.fill_gaps(units, *time);
+                    let b = pro_rata(*bytes, units.len(), new_units);
+                    if b > 0 {
+                        r.arrived_bytes.push((*time, b));
+                    }
+                }
+                Record::Delivered {
+                    time, units, bytes, ..
+                } => {
+                    r.delivered
+                        .fill_gaps(units_ok(*units, Side::Receiver, i)?, *time);
+                    r.delivered_bytes.push((*time, u64::from(*bytes)));
+                }
+                Record::PacketReceived { .. } => r.counters.packets_received += 1,
+                Record::PacketSent { data, .. } => {
+                    r.counters.packets_sent += 1;
+                    if !data.is_empty() {
+                        r.counters.data_packets_sent += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(r)
+    }
+}
+
 fn check_order(records: &[Record], side: Side) -> Result<(), MetricsError> {
     for (i, w) in records.windows(2).enumerate() {
         if w[1].time() < w[0].time() {
@@ -372,212 +601,46 @@ impl FlowAnalysis {
             return Err(MetricsError::BadOwdWindow);
         }
 
-        let mut messages = Vec::new();
-        let mut by_id = BTreeMap::new();
-        let mut owner: RangeMap<usize> = RangeMap::new();
-        let mut first_tx: RangeMap<FirstTx> = RangeMap::new();
-        let mut tx_count: RangeMap<u32> = RangeMap::new();
-        let mut acked: RangeMap<Instant> = RangeMap::new();
-        let mut abandoned: RangeMap<Instant> = RangeMap::new();
-        let mut reasons: BTreeMap<TxReason, u64> = TxReason::ALL.iter().map(|r| (*r, 0)).collect();
-        let mut retransmitted = Vec::new();
-        let mut payload_bytes_sent = 0u64;
-        let mut unique_bytes_sent = 0u64;
-        let mut sender = Counters::default();
-        let mut acked_bytes = Vec::new();
-
-        for (i, rec) in input.sender.iter().enumerate() {
-            match rec {
-                Record::Submitted {
-                    time,
-                    message,
-                    stream,
-                    bytes,
-                    unordered,
-                    units,
-                } => {
-                    let units = units_ok(*units, Side::Sender, i)?;
-                    if by_id.insert(*message, messages.len()).is_some() {
-                        return Err(MetricsError::DuplicateMessage { message: *message });
-                    }
-                    if owner.fill_gaps(units, messages.len()) != units.len() {
-                        return Err(MetricsError::OverlappingMessage { message: *message });
-                    }
-                    messages.push(MessageOutcome {
-                        message: *message,
-                        stream: *stream,
-                        bytes: *bytes,
-                        unordered: *unordered,
-                        units,
-                        sent: *time,
-                        submitted: *time,
-                        first_tx: None,
-                        retransmissions: 0,
-                        acked: None,
-                        arrived: None,
-                        delivered: None,
-                        abandoned: false,
-                    });
-                }
-                Record::PacketSent { time, data, .. } => {
-                    sender.packets_sent += 1;
-                    if !data.is_empty() {
-                        sender.data_packets_sent += 1;
-                    }
-                    let mut carries_retransmission = false;
-                    for piece in data {
-                        let units = units_ok(piece.units, Side::Sender, i)?;
-                        *reasons.entry(piece.reason).or_insert(0) += 1;
-                        payload_bytes_sent += u64::from(piece.bytes);
-                        let new_units = first_tx.fill_gaps(
-                            units,
-                            FirstTx {
-                                time: *time,
-                                bytes: piece.bytes,
-                                len: units.len(),
-                            },
-                        );
-                        unique_bytes_sent += pro_rata(piece.bytes, units.len(), new_units);
-                        let before = tx_count
-                            .update(units, 0, |c| *c = c.saturating_add(1))
-                            .unwrap_or(0);
-                        if piece.reason.is_retransmission() {
-                            // Eq. 5.2 counts "registered retransmitted packets"; redundant
-                            // copies sent with new data are not a reaction to loss.
-                            if piece.reason != TxReason::RedundantBundle {
-                                carries_retransmission = true;
-                            }
-                            retransmitted.push(RetransmittedPiece {
-                                time: *time,
-                                units,
-                                bytes: piece.bytes,
-                                reason: piece.reason,
-                                nth: before.max(1),
-                                spurious: None,
-                            });
-                        }
-                    }
-                    if carries_retransmission {
-                        sender.retransmission_packets += 1;
-                    }
-                }
-                Record::Acked { time, units } => {
-                    let units = units_ok(*units, Side::Sender, i)?;
-                    let covered: Vec<Units> = acked.overlapping(units).map(|(u, _)| u).collect();
-                    acked.fill_gaps(units, *time);
-                    // Bytes of the newly acknowledged units (the gaps between the
-                    // ranges acked before), via the piece that first carried them.
-                    let mut newly = 0u64;
-                    let mut cursor = units.start;
-                    for u in covered
-                        .iter()
-                        .copied()
-                        .chain(std::iter::once(Units::new(units.end, units.end)))
-                    {
-                        if u.start > cursor {
-                            for (part, f) in first_tx.overlapping(Units::new(cursor, u.start)) {
-                                newly += pro_rata(f.bytes, f.len, part.len());
-                            }
-                        }
-                        cursor = cursor.max(u.end);
-                    }
-                    if newly > 0 {
-                        acked_bytes.push((*time, newly));
-                    }
-                }
-                Record::Abandoned { time, units } => {
-                    abandoned.fill_gaps(units_ok(*units, Side::Sender, i)?, *time);
-                }
-                Record::PacketReceived { .. } => sender.packets_received += 1,
-                _ => {}
-            }
-        }
-
+        let mut tx = SenderScan::scan(input.sender)?;
         if let Some(app) = input.app_sends {
-            let mut seen = BTreeMap::new();
-            for a in app {
-                let idx = *by_id
-                    .get(&a.message)
-                    .ok_or(MetricsError::UnknownMessage { message: a.message })?;
-                if seen.insert(a.message, ()).is_some() {
-                    return Err(MetricsError::DuplicateAppSend { message: a.message });
-                }
-                let m: &mut MessageOutcome = &mut messages[idx];
-                if a.time > m.submitted {
-                    return Err(MetricsError::AppSendAfterSubmit {
-                        message: a.message,
-                        app: a.time,
-                        submitted: m.submitted,
-                    });
-                }
-                m.sent = a.time;
-            }
+            tx.apply_app_sends(app)?;
         }
+        let rx = input.receiver.map(ReceiverScan::scan).transpose()?;
 
-        let mut arrived: RangeMap<Instant> = RangeMap::new();
-        let mut delivered: RangeMap<Instant> = RangeMap::new();
-        let mut arrived_bytes = Vec::new();
-        let mut delivered_bytes = Vec::new();
-        let mut receiver = None;
-        if let Some(records) = input.receiver {
-            let mut c = Counters::default();
-            for (i, rec) in records.iter().enumerate() {
-                match rec {
-                    Record::Arrived {
-                        time, units, bytes, ..
-                    } => {
-                        // First arrival per unit, whatever the `duplicate` flag says.
-                        let units = units_ok(*units, Side::Receiver, i)?;
-                        let new_units = arrived.fill_gaps(units, *time);
-                        let b = pro_rata(*bytes, units.len(), new_units);
-                        if b > 0 {
-                            arrived_bytes.push((*time, b));
-                        }
-                    }
-                    Record::Delivered {
-                        time, units, bytes, ..
-                    } => {
-                        delivered.fill_gaps(units_ok(*units, Side::Receiver, i)?, *time);
-                        delivered_bytes.push((*time, u64::from(*bytes)));
-                    }
-                    Record::PacketReceived { .. } => c.packets_received += 1,
-                    Record::PacketSent { data, .. } => {
-                        c.packets_sent += 1;
-                        if !data.is_empty() {
-                            c.data_packets_sent += 1;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            receiver = Some(c);
-            for p in &mut retransmitted {
+        if let Some(rx) = &rx {
+            for p in &mut tx.retransmitted {
                 // Spurious: every unit had already arrived when the copy was sent.
                 // Both traces share one clock in the simulator; an arrival at the
                 // very instant of the send counts as "already there".
-                p.spurious = Some(arrived.max_if_covered(p.units).is_some_and(|t| t <= p.time));
+                p.spurious = Some(
+                    rx.arrived
+                        .max_if_covered(p.units)
+                        .is_some_and(|t| t <= p.time),
+                );
             }
         }
-
+        let mut messages = std::mem::take(&mut tx.messages);
         for m in &mut messages {
-            m.first_tx = first_tx.min_any(m.units).map(|f| f.time);
-            m.retransmissions = tx_count
+            m.first_tx = tx.first_tx.min_any(m.units).map(|f| f.time);
+            m.retransmissions = tx
+                .tx_count
                 .overlapping(m.units)
                 .map(|(_, c)| c)
                 .max()
                 .unwrap_or(0)
                 .saturating_sub(1);
-            m.acked = acked.max_if_covered(m.units);
-            m.abandoned = abandoned.overlapping(m.units).next().is_some();
-            m.arrived = arrived.max_if_covered(m.units);
-            m.delivered = delivered.max_if_covered(m.units);
+            m.acked = tx.acked.max_if_covered(m.units);
+            m.abandoned = tx.abandoned.overlapping(m.units).next().is_some();
+            if let Some(rx) = &rx {
+                m.arrived = rx.arrived.max_if_covered(m.units);
+                m.delivered = rx.delivered.max_if_covered(m.units);
+            }
         }
 
         let spurious_estimate = match (input.receiver, input.duplicate_reports) {
-            (None, Some(reports)) => Some(estimate_spurious(&retransmitted, reports)),
+            (None, Some(reports)) => Some(estimate_spurious(&tx.retransmitted, reports)),
             _ => None,
         };
-
         let span = {
             let all = input
                 .sender
@@ -587,21 +650,24 @@ impl FlowAnalysis {
             let last = all.map(Record::time).max();
             first.zip(last)
         };
-
         let owd = owd_model(&messages, options.owd);
+        let (receiver, arrived_bytes, delivered_bytes) = match rx {
+            Some(rx) => (Some(rx.counters), rx.arrived_bytes, rx.delivered_bytes),
+            None => (None, Vec::new(), Vec::new()),
+        };
         Ok(FlowAnalysis {
             options,
             messages,
-            by_id,
-            owner,
-            reasons,
-            retransmitted,
-            payload_bytes_sent,
-            unique_bytes_sent,
-            sender,
+            by_id: tx.by_id,
+            owner: tx.owner,
+            reasons: tx.reasons,
+            retransmitted: tx.retransmitted,
+            payload_bytes_sent: tx.payload_bytes_sent,
+            unique_bytes_sent: tx.unique_bytes_sent,
+            sender: tx.counters,
             receiver,
             spurious_estimate,
-            acked_bytes,
+            acked_bytes: tx.acked_bytes,
             arrived_bytes,
             delivered_bytes,
             span,
