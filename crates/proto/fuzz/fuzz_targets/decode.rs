@@ -4,4 +4,6 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| thinstream_proto_fuzz::check_decode(data));
+fuzz_target!(|data: &[u8]| {
+    thinstream_proto_fuzz::check_decode(data);
+});
