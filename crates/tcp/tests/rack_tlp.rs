@@ -1,0 +1,122 @@
+//! RACK-TLP (RFC 8985) recovers a tail loss with a probe, long before the RTO.
+
+mod common;
+use common::*;
+use thinstream_base::trace::TxReason;
+use thinstream_base::Instant;
+use thinstream_tcp::TcpConfig;
+
+/// Five 100-byte messages 1 ms apart from 1 s on a 20 ms RTT path; the first
+/// transmissions of the last two are lost. Returns the net after 5 s.
+fn tail_loss(cfg: TcpConfig) -> Net {
+    let profile = cfg.name.clone();
+    let mut net = Net::pair(&cfg, &cfg, ms(10));
+    net.drop_rule = Some(Box::new(|p| {
+        p.from == 0 && matches!(p.units, Some((300, _)) | Some((400, _))) && p.time < at(1010)
+    }));
+    net.run_until(at(1000));
+    for i in 0..5u64 {
+        net.run_until(at(1000 + i));
+        net.send(0, &[i as u8; 100]);
+    }
+    net.run_until(at(5000));
+    assert_eq!(net.rx[1].len(), 500, "{profile}");
+    net
+}
+
+#[test]
+fn tail_loss_probe_recovers_much_faster_than_the_rto() {
+    let modern = tail_loss(TcpConfig::linux_modern());
+    // ACKs for the first three arrive at 1020..1022; with two segments still
+    // out the PTO is 2·SRTT = 40 ms: the probe resends the last segment at 1062.
+    assert_eq!(modern.sends_of(0, 400)[1], (at(1062), TxReason::Probe));
+    // Its SACK (1082) lets RACK mark unit 300 lost: fast retransmit at 1082.
+    assert_eq!(
+        modern.sends_of(0, 300)[1],
+        (at(1082), TxReason::FastRetransmit)
+    );
+    let done_modern = modern.delivered_at(1, 499).unwrap();
+    assert_eq!(done_modern, at(1092));
+    assert_eq!(modern.eps[0].stats().timeouts, 0);
+    assert_eq!(modern.eps[0].stats().tail_loss_probes, 1);
+
+    // The same profile without RACK-TLP waits for the RTO (SRTT + 200 ms
+    // after the last ACK at 1022).
+    let mut no_rack = TcpConfig::linux_modern();
+    no_rack.rack = None;
+    let old = tail_loss(no_rack);
+    assert_eq!(
+        old.sends_of(0, 300)[1],
+        (at(1242), TxReason::TimeoutRetransmit)
+    );
+    let done_old: Instant = old.delivered_at(1, 499).unwrap();
+    assert!(done_old >= at(1252), "{done_old}");
+    assert!(done_old - done_modern >= ms(150));
+}
+
+#[test]
+fn single_segment_tail_loss_probe_waits_for_the_ack_delay_but_not_past_the_rto() {
+    // One message alone, lost once: PTO = 2·SRTT + 200 ms = 240 ms, capped
+    // by the RTO (SRTT + 200 ms = 220 ms): the probe leaves at 1220.
+    let cfg = TcpConfig::linux_modern();
+    let mut net = Net::pair(&cfg, &cfg, ms(10));
+    let mut first = true;
+    net.drop_rule = Some(Box::new(move |p| {
+        let hit = p.from == 0 && p.units.is_some() && first;
+        first &= !hit;
+        hit
+    }));
+    net.run_until(at(1000));
+    net.send(0, &[9; 100]);
+    net.run_until(at(3000));
+    assert_eq!(net.sends_of(0, 0)[1], (at(1220), TxReason::Probe));
+    assert_eq!(net.rx[1], vec![9; 100]);
+    assert_eq!(net.eps[0].stats().timeouts, 0);
+}
+
+#[test]
+fn rack_detects_loss_by_time_with_reordering_window() {
+    // Ten messages 1 ms apart, the third lost: RACK marks it lost once a
+    // later segment is delivered and RACK.rtt + min_rtt/4 has passed since it was sent.
+    let cfg = TcpConfig::linux_modern();
+    let mut net = Net::pair(&cfg, &cfg, ms(10));
+    net.drop_rule = Some(Box::new(|p| {
+        p.from == 0 && p.units == Some((200, 300)) && p.time < at(1010)
+    }));
+    net.run_until(at(1000));
+    for i in 0..10u64 {
+        net.run_until(at(1000 + i));
+        net.send(0, &[i as u8; 100]);
+    }
+    net.run_until(at(3000));
+    assert_eq!(net.rx[1].len(), 1000);
+    let rtx = net.sends_of(0, 200)[1];
+    assert_eq!(rtx.1, TxReason::FastRetransmit);
+    // Sent at 1002; the first SACK above it (segment 3) arrives at 1023 and
+    // arms the reordering timer for 1002 + 20 ms + min_rtt/4 = 1027, but the
+    // third SACK (1025) shrinks the window to zero (RFC 8985 §6.2 step 4,
+    // DupThresh segments SACKed): the segment is lost at once.
+    assert_eq!(rtx.0, at(1025));
+}
+
+#[test]
+fn rack_reordering_timer_marks_the_loss() {
+    // Four messages, the third lost: one SACK only (1023), so the loss is
+    // declared by the reordering timer at 1002 + 20 ms + min_rtt/4 = 1027.
+    let cfg = TcpConfig::linux_modern();
+    let mut net = Net::pair(&cfg, &cfg, ms(10));
+    net.drop_rule = Some(Box::new(|p| {
+        p.from == 0 && p.units == Some((200, 300)) && p.time < at(1010)
+    }));
+    net.run_until(at(1000));
+    for i in 0..4u64 {
+        net.run_until(at(1000 + i));
+        net.send(0, &[i as u8; 100]);
+    }
+    net.run_until(at(3000));
+    assert_eq!(net.rx[1].len(), 400);
+    assert_eq!(
+        net.sends_of(0, 200)[1],
+        (at(1027), TxReason::FastRetransmit)
+    );
+}
