@@ -886,3 +886,60 @@ fn markdown_table_rows() {
         "| rfc (sender dump) | application | 3 | - | - | - | - | - | - | - | - | - | 25.00 | 25.00 | - |"
     );
 }
+
+// Scale, bulk TCP: 20 MiB written as 320 writes of 64 KiB, carried in 14 484 segments of
+// 1448 bytes (the last one shorter), each acknowledged and delivered on its own. Units are
+// bytes, so per-unit maps would hold 21 million entries; the range maps hold one per segment.
+#[test]
+fn bulk_tcp_flow_in_byte_units() {
+    const MSS: u64 = 1448;
+    const WRITE: u64 = 64 * 1024;
+    let total = 320 * WRITE;
+    let mut s = Vec::new();
+    let mut r = Vec::new();
+    for k in 0..320u64 {
+        s.push(submit(0, k, 0, (k * WRITE, (k + 1) * WRITE), WRITE as u32));
+    }
+    let mut start = 0u64;
+    let mut seg = 0u64;
+    while start < total {
+        let end = (start + MSS).min(total);
+        let len = (end - start) as u32;
+        let at = seg / 10; // ten segments per millisecond
+        s.push(sent(at, &[(start, end, len, TxReason::New)]));
+        r.push(arrived(at + 20, start, end, len, false));
+        r.push(delivered(at + 20, 0, start, end, len));
+        start = end;
+        seg += 1;
+    }
+    // Acks sorted after all sends would break time order; interleave them by time instead.
+    let mut acks: Vec<Record> = Vec::new();
+    let mut start = 0u64;
+    let mut seg = 0u64;
+    while start < total {
+        let end = (start + MSS).min(total);
+        acks.push(acked(seg / 10 + 40, start, end));
+        start = end;
+        seg += 1;
+    }
+    let mut all: Vec<Record> = s.into_iter().chain(acks).collect();
+    all.sort_by_key(Record::time);
+    let f = FlowAnalysis::new(&all, Some(&r), opts(OwdCorrection::None)).unwrap();
+    assert_eq!(seg, 14_484);
+    assert_eq!(f.messages().len(), 320);
+    assert_eq!(f.unique_bytes_sent(), total);
+    assert_eq!(f.tohd(), Some(0.0));
+    // The last write's last byte is in the last segment, sent at 14 483 / 10 = 1448 ms.
+    let last = f.message(319).unwrap();
+    assert_eq!(last.delivered, Some(t(1448 + 20)));
+    assert_eq!(last.acked, Some(t(1448 + 40)));
+    let per_second = f
+        .throughput(
+            ThroughputSource::Delivered,
+            t(0),
+            t(2000),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+    assert_eq!(per_second.iter().sum::<u64>(), total);
+}
