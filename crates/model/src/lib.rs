@@ -20,7 +20,7 @@ pub mod hol;
 
 pub use hol::{
     delay_increase_ordered, delay_increase_unordered, detection_time_sctp, detection_time_tcp,
-    fast_retransmit_rate_threshold, optimal_tcp_connections, queued_chunks, response_time_ms,
-    streams_for_unordered_behaviour, tcp_optimal_rate, HolParams, HolPrediction, ModelError,
-    Scheme,
+    detection_time_with_reports, fast_retransmit_rate_threshold, optimal_tcp_connections,
+    queued_chunks, response_time_ms, streams_for_unordered_behaviour, tcp_optimal_rate, HolParams,
+    HolPrediction, ModelError, Scheme,
 };
