@@ -71,6 +71,13 @@
 //! its value does not fit that variant); (2) a chunk longer than 65 535
 //! bytes cannot be encoded and [`Chunk::emit`] panics on it
 //! ([`Chunk::is_encodable`] checks first).
+//!
+//! # Testing
+//! `tests/wire_vectors.rs` (hand-built vectors per chunk type, framing
+//! errors), `tests/wire_usrsctp.rs` (15 packets captured from usrsctp
+//! 0.9.5, re-emitted byte-exact), `tests/wire_prop.rs` (round trips,
+//! `encoded_len`, random and mutated input), and `fuzz/` (cargo-fuzz target
+//! `decode`, plus a stable `smoke` runner: see `fuzz/Cargo.toml`).
 
 use bytes::Bytes;
 use std::net::{Ipv4Addr, Ipv6Addr};
