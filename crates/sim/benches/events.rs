@@ -7,8 +7,10 @@
 //!   message interval over a 10 ms link (link exits plus app timers);
 //! - `stop-and-wait`: reliable toy with ACKs and timers over a lossy link,
 //!   tracing on (every packet also produces trace records);
-//! - `thin-2h`: a two-hour thin stream, 28,800 messages at 250 ms (the
-//!   target is well under 0.5 s).
+//! - `thin-2h`: a two-hour thin stream, 28,800 messages at 250 ms, with the
+//!   stop-and-wait toy (the target is well under 0.5 s);
+//! - `sctp-thin-2h`: the same stream over the real SCTP association
+//!   (`thinstream-proto`, tracing on, 2% loss each way).
 //!
 //! The wall clock is read here only to time the run; the simulation itself
 //! never reads it.
@@ -18,6 +20,7 @@
 use std::time::Instant as WallClock;
 use thinstream_base::{Duration, Instant, Seed};
 use thinstream_link::LinkConfig;
+use thinstream_proto::{Association, Config};
 use thinstream_sim::toy::{StopAndWait, UnreliableDatagram};
 use thinstream_sim::{
     EndpointSpec, FlowSpec, MessageSource, MessageSpec, Simulation, Sink, Topology,
@@ -95,6 +98,40 @@ fn stop_and_wait(messages: u64, iat: Duration) -> Simulation {
     Simulation::new(Seed(2), &topology, vec![flow]).unwrap()
 }
 
+fn sctp_thin(messages: u64, iat: Duration) -> Simulation {
+    let lossy = LinkConfig::parse_netem("delay 50ms loss 2%").unwrap();
+    let topology = Topology::TwoHost {
+        forward: lossy.clone(),
+        reverse: lossy,
+    };
+    let flow = FlowSpec::new(
+        EndpointSpec::new(
+            |s| {
+                Box::new(Association::connect(
+                    Config::default().with_trace(),
+                    s.start,
+                    s.local,
+                    s.peer,
+                    s.seed,
+                ))
+            },
+            MessageSource::new(schedule(messages, iat, 100)),
+        ),
+        EndpointSpec::new(
+            |s| {
+                Box::new(Association::accept(
+                    Config::default().with_trace(),
+                    s.start,
+                    s.local,
+                    s.seed,
+                ))
+            },
+            Sink::messages(),
+        ),
+    );
+    Simulation::new(Seed(3), &topology, vec![flow]).unwrap()
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; any other argument is ignored.
     measure(
@@ -112,6 +149,12 @@ fn main() {
     measure(
         "thin-2h",
         stop_and_wait(28_800, Duration::from_millis(250)),
+        Instant::from_secs(7300),
+        28_800,
+    );
+    measure(
+        "sctp-thin-2h",
+        sctp_thin(28_800, Duration::from_millis(250)),
         Instant::from_secs(7300),
         28_800,
     );
