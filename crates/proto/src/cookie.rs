@@ -66,7 +66,11 @@ pub(crate) enum CookieError {
     Invalid,
     /// Valid but expired (§5.1.5 step 3): report Stale Cookie, with the
     /// staleness in microseconds.
-    Stale { staleness_us: u32, peer_tag: u32 },
+    Stale {
+        staleness_us: u32,
+        local_tag: u32,
+        peer_tag: u32,
+    },
 }
 
 impl CookieKey {
@@ -163,6 +167,7 @@ impl CookieKey {
             let us = (now - expires).as_micros();
             return Err(CookieError::Stale {
                 staleness_us: u32::try_from(us).unwrap_or(u32::MAX),
+                local_tag,
                 peer_tag,
             });
         }
@@ -253,6 +258,7 @@ mod tests {
             key.open(&b, Instant::from_secs(71)),
             Err(CookieError::Stale {
                 staleness_us: 1_000_000,
+                local_tag: 1,
                 peer_tag: 2
             })
         );

@@ -137,6 +137,16 @@ impl Pair {
         }
     }
 
+    /// Two associations built by the caller (e.g. both active for an
+    /// INIT collision). `client` and `server` must use [`client_addr`] and
+    /// [`server_addr`].
+    pub fn from_parts(client: Association, server: Association, delay: Duration) -> Pair {
+        let mut p = Pair::new(Config::default(), Config::default(), delay, Seed(0));
+        p.client = client;
+        p.server = server;
+        p
+    }
+
     /// Default configs with tracing on, 50 ms one-way delay.
     pub fn default_traced(seed: u64) -> Pair {
         let c = Config::default().with_trace();
@@ -243,7 +253,12 @@ impl Pair {
 
     /// Run the handshake (bounded to 10 s of virtual time).
     pub fn connect(&mut self) {
-        let limit = self.now + Duration::from_secs(10);
+        self.connect_within(Duration::from_secs(10));
+    }
+
+    /// Run the handshake, allowing `max` of virtual time (lossy links).
+    pub fn connect_within(&mut self, max: Duration) {
+        let limit = self.now + max;
         loop {
             self.flush();
             if (self.established(Side::Client) && self.established(Side::Server))
@@ -256,7 +271,12 @@ impl Pair {
         }
         assert!(
             self.established(Side::Client) && self.established(Side::Server),
-            "handshake did not complete"
+            "handshake did not complete by {}: client {:?} {:?}, server {:?} {:?}",
+            self.now,
+            self.client.state(),
+            self.closed(Side::Client),
+            self.server.state(),
+            self.closed(Side::Server)
         );
     }
 

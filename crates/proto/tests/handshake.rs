@@ -32,3 +32,276 @@ fn one_message() {
         vec![(0, false, b"hello".to_vec())]
     );
 }
+
+use thinstream_base::{Instant, Seed};
+use thinstream_proto::testkit::{client_addr, server_addr};
+use thinstream_proto::wire::chunk_type;
+use thinstream_proto::{Association, Config};
+
+fn established_at(p: &Pair, side: Side) -> Option<Instant> {
+    let trace = match side {
+        Side::Client => &p.client_trace,
+        Side::Server => &p.server_trace,
+    };
+    trace.iter().find_map(|r| match r {
+        thinstream_base::trace::Record::State { time, state } if state == "established" => {
+            Some(*time)
+        }
+        _ => None,
+    })
+}
+
+fn lose_once(kind: u8, from: Side) -> Pair {
+    let mut p = Pair::default_traced(3);
+    p.drop_chunk(from, kind, 1);
+    p.connect();
+    p
+}
+
+// Losing the INIT: T1-init retransmits it after RTO.Initial (1 s).
+#[test]
+fn lost_init_is_retransmitted() {
+    let p = lose_once(chunk_type::INIT, Side::Client);
+    assert_eq!(
+        established_at(&p, Side::Client),
+        Some(Instant::from_millis(1200))
+    );
+    assert_eq!(p.client.stats().init_retransmits, 1);
+    assert_eq!(
+        p.client.rto(),
+        Duration::from_secs(2),
+        "T1 backed off the RTO"
+    );
+}
+
+// Losing the INIT ACK: the INIT is retransmitted and answered afresh.
+#[test]
+fn lost_init_ack_is_recovered() {
+    let p = lose_once(chunk_type::INIT_ACK, Side::Server);
+    assert_eq!(
+        established_at(&p, Side::Client),
+        Some(Instant::from_millis(1200))
+    );
+    assert_eq!(
+        established_at(&p, Side::Server),
+        Some(Instant::from_millis(1150))
+    );
+}
+
+// Losing the COOKIE ECHO: T1-cookie retransmits it (started at 100 ms).
+#[test]
+fn lost_cookie_echo_is_retransmitted() {
+    let p = lose_once(chunk_type::COOKIE_ECHO, Side::Client);
+    assert_eq!(
+        established_at(&p, Side::Server),
+        Some(Instant::from_millis(1150))
+    );
+    assert_eq!(
+        established_at(&p, Side::Client),
+        Some(Instant::from_millis(1200))
+    );
+}
+
+// Losing the COOKIE ACK: the server is established, the client's
+// retransmitted COOKIE ECHO hits the existing TCB (§5.2.4 D) and is acked.
+#[test]
+fn lost_cookie_ack_is_recovered() {
+    let p = lose_once(chunk_type::COOKIE_ACK, Side::Server);
+    assert_eq!(
+        established_at(&p, Side::Server),
+        Some(Instant::from_millis(150))
+    );
+    assert_eq!(
+        established_at(&p, Side::Client),
+        Some(Instant::from_millis(1200))
+    );
+    let server_established = p
+        .server_events
+        .iter()
+        .filter(|e| **e == thinstream_base::drive::AppEvent::Established)
+        .count();
+    assert_eq!(
+        server_established, 1,
+        "a duplicate COOKIE ECHO is not a new association"
+    );
+}
+
+// With every INIT lost the client gives up after Max.Init.Retransmits.
+#[test]
+fn init_retransmits_exhausted() {
+    let mut p = Pair::default_traced(4);
+    p.drop_chunk(Side::Client, chunk_type::INIT, 100);
+    p.drive_for(Duration::from_secs(400));
+    let err = p
+        .closed(Side::Client)
+        .expect("client closed")
+        .expect("with an error");
+    assert!(err.contains("Max.Init.Retransmits"), "{err}");
+    assert_eq!(p.client.stats().init_retransmits, 8);
+    let inits: Vec<_> = p
+        .sent_by(Side::Client, Instant::ZERO)
+        .iter()
+        .map(|s| s.at.as_secs_f64())
+        .collect();
+    // 1, 2, 4, ..., capped at RTO.max = 60 s.
+    assert_eq!(
+        inits,
+        vec![0.0, 1.0, 3.0, 7.0, 15.0, 31.0, 63.0, 123.0, 183.0]
+    );
+}
+
+// Both ends open at once (§5.2.1): one association results.
+#[test]
+fn simultaneous_open() {
+    let c = Config::default().with_trace();
+    let a = Association::connect(
+        c.clone(),
+        Instant::ZERO,
+        client_addr(),
+        server_addr(),
+        Seed(10),
+    );
+    let b = Association::connect(c, Instant::ZERO, server_addr(), client_addr(), Seed(11));
+    let mut p = Pair::from_parts(a, b, Duration::from_millis(50));
+    p.connect();
+    assert_eq!(p.client.peer_tag(), p.server.local_tag());
+    assert_eq!(p.server.peer_tag(), p.client.local_tag());
+    p.send(Side::Client, 0, false, b"ping").unwrap();
+    p.send(Side::Server, 0, false, b"pong").unwrap();
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(
+        p.take_received(Side::Server),
+        vec![(0, false, b"ping".to_vec())]
+    );
+    assert_eq!(
+        p.take_received(Side::Client),
+        vec![(0, false, b"pong".to_vec())]
+    );
+}
+
+// Graceful shutdown: everything queued is delivered before both ends close.
+#[test]
+fn graceful_shutdown_delivers_everything_first() {
+    let mut p = Pair::default_traced(5);
+    p.connect();
+    p.drop_chunk(Side::Client, chunk_type::DATA, 1);
+    for i in 0..10u8 {
+        p.send(Side::Client, 0, false, &[i; 500]).unwrap();
+    }
+    use thinstream_base::Transport;
+    let now = p.now;
+    p.client.close(now);
+    assert!(p.send(Side::Client, 0, false, b"late").is_err());
+    p.drive_for(Duration::from_secs(10));
+    assert_eq!(p.take_received(Side::Server).len(), 10);
+    assert_eq!(p.closed(Side::Client), Some(None));
+    assert_eq!(p.closed(Side::Server), Some(None));
+    assert!(p.client.is_closed() && p.server.is_closed());
+    let order: Vec<u8> = p
+        .sent
+        .iter()
+        .filter_map(|s| {
+            s.packet.chunks.iter().map(|c| c.kind()).find(|k| {
+                [
+                    chunk_type::SHUTDOWN,
+                    chunk_type::SHUTDOWN_ACK,
+                    chunk_type::SHUTDOWN_COMPLETE,
+                ]
+                .contains(k)
+            })
+        })
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            chunk_type::SHUTDOWN,
+            chunk_type::SHUTDOWN_ACK,
+            chunk_type::SHUTDOWN_COMPLETE
+        ]
+    );
+}
+
+// Losing the SHUTDOWN COMPLETE: the retransmitted SHUTDOWN ACK reaches a
+// closed association, which answers with a T-bit SHUTDOWN COMPLETE (§8.4).
+#[test]
+fn lost_shutdown_complete() {
+    let mut p = Pair::default_traced(6);
+    p.connect();
+    p.drop_chunk(Side::Client, chunk_type::SHUTDOWN_COMPLETE, 1);
+    use thinstream_base::Transport;
+    let now = p.now;
+    p.client.close(now);
+    p.drive_for(Duration::from_secs(5));
+    assert_eq!(p.closed(Side::Client), Some(None));
+    assert_eq!(p.closed(Side::Server), Some(None));
+}
+
+// ABORT closes both ends at once with an error on the peer.
+#[test]
+fn abort() {
+    let mut p = Pair::default_traced(7);
+    p.connect();
+    p.send(Side::Client, 0, false, b"data").unwrap();
+    let now = p.now;
+    p.client.abort(now, "bye");
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(
+        p.closed(Side::Client),
+        Some(Some("aborted locally: bye".into()))
+    );
+    let e = p.closed(Side::Server).unwrap().unwrap();
+    assert!(
+        e.contains("aborted by peer") && e.contains("User-Initiated Abort"),
+        "{e}"
+    );
+}
+
+// A COOKIE ECHO arriving after Valid.Cookie.Life gets a Stale Cookie error;
+// the client retries with a Cookie Preservative and succeeds (§5.2.6).
+#[test]
+fn stale_cookie_recovery() {
+    let mut s = Config::default().with_trace();
+    s.valid_cookie_life = Duration::from_millis(50);
+    let mut p = Pair::new(
+        Config::default().with_trace(),
+        s,
+        Duration::from_millis(40),
+        Seed(8),
+    );
+    p.connect();
+    assert!(p
+        .sent
+        .iter()
+        .any(|x| x.from == Side::Server && x.has(chunk_type::ERROR)));
+    let inits = p.sent.iter().filter(|x| x.has(chunk_type::INIT)).count();
+    assert_eq!(inits, 2);
+}
+
+// The peer restarts (new association from the same address while one
+// exists, §5.2.4 A): the server resets its TCB and data flows again.
+#[test]
+fn peer_restart() {
+    let mut p = Pair::default_traced(9);
+    p.connect();
+    let old_tag = p.server.local_tag();
+    let now = p.now;
+    p.client = Association::connect(
+        Config::default().with_trace(),
+        now,
+        client_addr(),
+        server_addr(),
+        Seed(99),
+    );
+    p.client_events.clear();
+    p.connect();
+    assert_ne!(p.server.local_tag(), old_tag);
+    assert!(p.server_trace.iter().any(
+        |r| matches!(r, thinstream_base::trace::Record::State { state, .. } if state == "restarted")
+    ));
+    p.send(Side::Client, 0, false, b"after restart").unwrap();
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(
+        p.take_received(Side::Server),
+        vec![(0, false, b"after restart".to_vec())]
+    );
+}

@@ -349,15 +349,15 @@ impl Association {
     // ----- timers ----------------------------------------------------------
 
     fn handshake_backoff(&mut self, now: Instant) -> bool {
-        self.init_retransmits += 1;
-        self.stats.init_retransmits += 1;
-        if self.init_retransmits > self.config.max_init_retransmits {
+        if self.init_retransmits >= self.config.max_init_retransmits {
             self.enter_closed(
                 now,
                 Some("handshake failed: Max.Init.Retransmits exceeded".into()),
             );
             return false;
         }
+        self.init_retransmits += 1;
+        self.stats.init_retransmits += 1;
         // §6.3.3 E2 applies to the T1 timers as well (§5.1 A, C).
         self.rto
             .set(self.rto.rto.saturating_mul(2).min(self.config.rto_max));
@@ -554,7 +554,8 @@ impl Association {
         );
         self.peer_addresses = pp.addresses;
         self.timers.stop(Timer::T1Init);
-        self.init_retransmits = 0;
+        // Max.Init.Retransmits bounds the whole setup (INIT and COOKIE ECHO
+        // together), so the counter is not reset here.
         self.cookie = Some(cookie.clone());
         self.control.retain(|c| !matches!(c, Chunk::Init(_)));
         self.control
@@ -585,8 +586,27 @@ impl Association {
                 return false;
             }
             Err(CookieError::Stale {
+                local_tag,
+                peer_tag,
+                ..
+            }) if self.state != State::Closed
+                && local_tag == self.local_tag
+                && peer_tag == self.peer_tag =>
+            {
+                // §5.2.4 D with an old cookie: the association it describes
+                // exists (both tags match), so its age does not matter: the
+                // peer merely missed our COOKIE ACK.
+                if packet.verification_tag != local_tag {
+                    self.discard(now, "bad-verification-tag");
+                    return false;
+                }
+                self.control.push_back(Chunk::CookieAck);
+                return true;
+            }
+            Err(CookieError::Stale {
                 staleness_us,
                 peer_tag,
+                ..
             }) => {
                 // §5.1.5 3: report the staleness.
                 let p = Packet {
