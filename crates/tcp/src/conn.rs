@@ -571,8 +571,10 @@ impl TcpConnection {
             State::Listen => self.on_listen(now, dgram.src, &seg),
             State::SynSent => self.on_syn_sent(now, &seg),
             State::Closed | State::TimeWait => {
-                // What TIME-WAIT is for: re-acknowledge a retransmitted FIN.
-                if self.graceful && seg.flags.fin() {
+                // What TIME-WAIT is for: re-acknowledge a retransmitted FIN, or
+                // data retransmitted because our last ACK was lost (RFC 9293
+                // §3.10.7.4: an unacceptable segment is answered with an ACK).
+                if self.graceful && (seg.flags.fin() || !seg.payload.is_empty()) {
                     self.send_ack(now);
                 }
             }
