@@ -1,4 +1,46 @@
-fn main() {
-    eprintln!("thinstream: no commands are implemented yet");
-    std::process::exit(2);
+//! The `thinstream` command line. Thin: parses arguments, calls the library
+//! crates, prints. Every subcommand lives in its own module.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod listen;
+mod send;
+mod util;
+
+/// Low-latency reliable messaging for thin streams, and the laboratory that measures it.
+#[derive(Parser, Debug)]
+#[command(name = "thinstream", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Accept SCTP-over-UDP associations and echo or discard what arrives.
+    Listen(listen::Args),
+    /// Send a thin stream of messages to a listener and report latency.
+    Send(send::Args),
+    /// Reproduce the documents' experiments in the simulator and write a report.
+    Reproduce,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Listen(args) => listen::main(args),
+        Command::Send(args) => send::main(args),
+        Command::Reproduce => Err(anyhow::anyhow!(
+            "`thinstream reproduce` is not implemented yet: the simulator scenarios and the report \
+             are still being built (see the README's status section)"
+        )),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("thinstream: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -9,7 +9,10 @@ pub struct Clock {
 }
 
 impl Clock {
-    #[allow(clippy::disallowed_methods, reason = "net is the crate that reads the OS clock")]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "net is the crate that reads the OS clock"
+    )]
     pub fn new() -> Clock {
         Clock {
             epoch: std::time::Instant::now(),
@@ -17,7 +20,10 @@ impl Clock {
     }
 
     /// Now, as nanoseconds since this clock's epoch.
-    #[allow(clippy::disallowed_methods, reason = "net is the crate that reads the OS clock")]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "net is the crate that reads the OS clock"
+    )]
     pub fn now(&self) -> Instant {
         let ns = self.epoch.elapsed().as_nanos();
         Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))

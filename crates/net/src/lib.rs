@@ -8,6 +8,8 @@
 
 pub mod clock;
 pub mod driver;
+pub mod server;
 
 pub use clock::Clock;
 pub use driver::{spawn, DriverGone, Handle, Sans};
+pub use server::{Mode, PeerReport, Server, ServerEvent};

@@ -1,0 +1,436 @@
+//! `thinstream send`: a thin stream of messages to a listener, with a
+//! latency report. Exits non-zero if anything was lost, corrupted, or the
+//! association failed.
+
+use anyhow::Context;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
+use thinstream_base::trace::Record;
+use thinstream_base::{Duration, Instant, Seed};
+use thinstream_metrics::{AnalysisOptions, FlowAnalysis, LatencyKind, LatencyStats, OwdCorrection};
+use thinstream_net::{Clock, Handle};
+use thinstream_proto::{Association, Config};
+
+use crate::util::{parse_duration, parse_size, SizeSpec};
+
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The listener's UDP address (SCTP over UDP, RFC 6951).
+    #[arg(long)]
+    to: SocketAddr,
+    /// Number of messages to send.
+    #[arg(long, default_value_t = 100)]
+    count: u64,
+    /// Message size in bytes: `N`, or `MIN..MAX` drawn per message from the seed.
+    #[arg(long, default_value = "100", value_parser = parse_size)]
+    size: SizeSpec,
+    /// Time between messages (`250ms`, `1s`, `0` for back to back).
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    interval: Duration,
+    /// Spread messages round robin over this many streams.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    streams: u16,
+    /// Send unordered messages (U bit).
+    #[arg(long)]
+    unordered: bool,
+    /// Expect every message back (from `thinstream listen --echo` or any echo
+    /// server) and check its content; latency is then the round trip.
+    #[arg(long)]
+    expect_echo: bool,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+    /// Local UDP address (default: an ephemeral port on the matching loopback).
+    #[arg(long)]
+    bind: Option<SocketAddr>,
+    /// The peer's SCTP port (usrsctp's echo_server uses 7).
+    #[arg(long, default_value_t = 5000)]
+    sctp_port: u16,
+    /// Our SCTP port.
+    #[arg(long, default_value_t = 5000)]
+    local_sctp_port: u16,
+    /// Give up on outstanding messages or echoes this long after the last send.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    linger: Duration,
+    /// Give up if the association is not up within this time.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    connect_timeout: Duration,
+    /// Seed for sizes, tags and initial TSN (default: from the OS clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print nothing but errors (the JSON file still gets the report).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// A seed for interactive use when none was given.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the CLI picks a seed when the user gave none"
+)]
+pub(crate) fn seed_from_clock() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+}
+
+/// Deterministic payload of message `index`: its index (little endian) then
+/// a pattern, cut to `size` bytes. Echoes are checked against it.
+fn payload(index: u64, size: usize) -> Vec<u8> {
+    let mut p = Vec::with_capacity(size);
+    p.extend_from_slice(&index.to_le_bytes()[..size.min(8)]);
+    let mut b = (index as u8).wrapping_mul(31);
+    while p.len() < size {
+        p.push(b);
+        b = b.wrapping_add(7);
+    }
+    p
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+struct Report {
+    to: String,
+    messages: u64,
+    sent: u64,
+    bytes_sent: u64,
+    acked: u64,
+    echoed: Option<u64>,
+    corrupted: u64,
+    out_of_order: u64,
+    lost: u64,
+    association_error: Option<String>,
+    latency: &'static str,
+    latency_ms: Option<LatencyMs>,
+    retransmissions: u64,
+    elapsed_s: f64,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct LatencyMs {
+    min: f64,
+    mean: f64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+impl From<LatencyStats> for LatencyMs {
+    fn from(s: LatencyStats) -> Self {
+        LatencyMs {
+            min: s.min.as_millis_f64(),
+            mean: s.mean_ms(),
+            p50: s.p50.as_millis_f64(),
+            p90: s.p90.as_millis_f64(),
+            p99: s.p99.as_millis_f64(),
+            max: s.max.as_millis_f64(),
+        }
+    }
+}
+
+pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if args.count == 0 {
+        anyhow::bail!("--count must be at least 1");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let report = rt.block_on(run(&args))?;
+    if !args.quiet {
+        print_report(&report);
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    let ok = report.association_error.is_none()
+        && report.lost == 0
+        && report.corrupted == 0
+        && report.out_of_order == 0
+        && report.sent == report.messages;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_report(r: &Report) {
+    println!(
+        "sent {}/{} messages ({} bytes) to {}; acknowledged {}{}",
+        r.sent,
+        r.messages,
+        r.bytes_sent,
+        r.to,
+        r.acked,
+        match r.echoed {
+            Some(e) => format!("; echoed {e}"),
+            None => String::new(),
+        }
+    );
+    if r.lost + r.corrupted + r.out_of_order > 0 {
+        println!(
+            "PROBLEMS: {} lost, {} corrupted, {} out of order",
+            r.lost, r.corrupted, r.out_of_order
+        );
+    }
+    if let Some(e) = &r.association_error {
+        println!("association failed: {e}");
+    }
+    if let Some(l) = &r.latency_ms {
+        println!(
+            "{} latency ms: min {:.3}  mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}",
+            r.latency, l.min, l.mean, l.p50, l.p90, l.p99, l.max
+        );
+    }
+    println!(
+        "retransmissions {}, elapsed {:.3}s",
+        r.retransmissions, r.elapsed_s
+    );
+}
+
+async fn run(args: &Args) -> anyhow::Result<Report> {
+    let bind = args.bind.unwrap_or_else(|| {
+        if args.to.is_ipv6() {
+            "[::1]:0".parse().expect("valid literal")
+        } else {
+            "127.0.0.1:0".parse().expect("valid literal")
+        }
+    });
+    let socket = tokio::net::UdpSocket::bind(bind)
+        .await
+        .with_context(|| format!("cannot bind UDP {bind}"))?;
+    let local = socket.local_addr()?;
+    let seed = Seed(args.seed.unwrap_or_else(seed_from_clock));
+    let mut sizes = seed.derive("cli.send.sizes").rng();
+    let config = Config {
+        local_port: args.local_sctp_port,
+        remote_port: args.sctp_port,
+        max_message_size: args.size.max.max(Config::default().max_message_size),
+        trace: true,
+        ..Config::default()
+    };
+    let clock = Clock::new();
+    let assoc = Association::connect(
+        config,
+        clock.now(),
+        local,
+        args.to,
+        seed.derive("association"),
+    );
+    let mut handle = thinstream_net::spawn(socket, assoc, clock, true)?;
+
+    let mut report = Report {
+        to: args.to.to_string(),
+        messages: args.count,
+        latency: if args.expect_echo {
+            "round-trip"
+        } else {
+            "ack"
+        },
+        ..Report::default()
+    };
+    let mut records: Vec<Record> = Vec::new();
+
+    // Wait for the association.
+    let deadline = clock.now() + args.connect_timeout;
+    loop {
+        let ev = tokio::time::timeout_at(clock.to_std(deadline).into(), handle.next_event()).await;
+        match ev {
+            Ok(Some((_, AppEvent::Established))) => break,
+            Ok(Some((_, AppEvent::Closed { error }))) => {
+                report.association_error = Some(error.unwrap_or_else(|| "closed".into()));
+                report.lost = args.count;
+                return Ok(report);
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => anyhow::bail!("the association's driver stopped"),
+            Err(_) => {
+                report.association_error = Some(format!(
+                    "no association with {} within {}",
+                    args.to, args.connect_timeout
+                ));
+                report.lost = args.count;
+                return Ok(report);
+            }
+        }
+    }
+
+    let start = clock.now();
+    // Outstanding echoes by content, oldest first; per-stream order check.
+    let mut waiting: HashMap<Vec<u8>, VecDeque<(u64, Instant)>> = HashMap::new();
+    let mut next_echo_per_stream: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut rtts: Vec<Duration> = Vec::new();
+    let mut echoed = 0u64;
+    let mut next = 0u64;
+    let mut blocked = false;
+    let mut closed_error: Option<Option<String>> = None;
+    let mut last_send = start;
+
+    let all_done = |next: u64, echoed: u64, corrupted: u64| -> bool {
+        next == args.count && (!args.expect_echo || echoed + corrupted >= args.count)
+    };
+
+    loop {
+        if closed_error.is_some() || all_done(next, echoed, report.corrupted) {
+            break;
+        }
+        let due = start + args.interval * next;
+        let give_up = last_send + args.linger;
+        let wake = if next < args.count && !blocked {
+            due
+        } else {
+            give_up
+        };
+        tokio::select! {
+            ev = handle.next_event() => match ev {
+                Some((at, AppEvent::Received { stream, payload, .. })) => {
+                    if !args.expect_echo { continue; }
+                    match waiting.get_mut(&payload).and_then(|q| q.pop_front()) {
+                        Some((index, sent_at)) => {
+                            echoed += 1;
+                            rtts.push(at.saturating_duration_since(sent_at));
+                            if !args.unordered {
+                                // Within one ordered stream echoes come back in send order.
+                                let expect = next_echo_per_stream.entry(stream).or_insert(0);
+                                if index < *expect { report.out_of_order += 1; }
+                                *expect = (*expect).max(index + 1);
+                            }
+                        }
+                        None => report.corrupted += 1,
+                    }
+                }
+                Some((_, AppEvent::Writable)) => blocked = false,
+                Some((_, AppEvent::Closed { error })) => closed_error = Some(error),
+                Some((_, AppEvent::Established)) => {}
+                None => closed_error = Some(Some("the association's driver stopped".into())),
+            },
+            _ = tokio::time::sleep_until(clock.to_std(wake).into()) => {
+                if next < args.count && !blocked {
+                    let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
+                    let body = payload(next, size);
+                    let stream = (next % u64::from(args.streams)) as u16;
+                    let unordered = args.unordered;
+                    let b2 = body.clone();
+                    let r = handle
+                        .call(move |a: &mut Association, now| {
+                            (now, a.send(now, Outgoing { stream, unordered, payload: &b2 }))
+                        })
+                        .await?;
+                    match r {
+                        (now, Ok(_)) => {
+                            report.sent += 1;
+                            report.bytes_sent += size as u64;
+                            if args.expect_echo {
+                                waiting.entry(body).or_default().push_back((next, now));
+                            }
+                            next += 1;
+                            last_send = now;
+                        }
+                        (_, Err(SendError::BufferFull)) => blocked = true,
+                        (_, Err(e)) => anyhow::bail!("cannot send message {next}: {e}"),
+                    }
+                } else if clock.now() >= give_up {
+                    break;
+                }
+            }
+        }
+        drain_traces(&mut handle, &mut records);
+    }
+
+    // Wait (within the linger time) until everything is acknowledged, then
+    // close gracefully.
+    if closed_error.is_none() {
+        let give_up = clock.now() + args.linger;
+        loop {
+            let idle = handle
+                .call(|a: &mut Association, _| a.buffered_send_bytes() == 0 && a.flight_size() == 0)
+                .await
+                .unwrap_or(true);
+            if idle || clock.now() >= give_up {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let _ = handle
+            .call(|a: &mut Association, now| Transport::close(a, now))
+            .await;
+        let close_deadline = clock.now() + Duration::from_secs(5);
+        loop {
+            let ev =
+                tokio::time::timeout_at(clock.to_std(close_deadline).into(), handle.next_event())
+                    .await;
+            match ev {
+                Ok(Some((_, AppEvent::Closed { error }))) => {
+                    closed_error = Some(error);
+                    break;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+    let stats = handle
+        .call(|a: &mut Association, _| a.stats().clone())
+        .await
+        .ok();
+    drain_traces(&mut handle, &mut records);
+    report.elapsed_s = clock.now().saturating_duration_since(start).as_secs_f64();
+    if let Some(Some(e)) = closed_error {
+        report.association_error = Some(e);
+    }
+    if let Some(s) = stats {
+        report.retransmissions = s.retransmitted_chunks();
+    }
+
+    // Acknowledged messages and ACK latency, from the trace records.
+    let analysis = FlowAnalysis::new(
+        &records,
+        None,
+        AnalysisOptions {
+            owd: OwdCorrection::None,
+            summary_latency: LatencyKind::AckFromSend,
+        },
+    )
+    .context("analysing the association's trace")?;
+    report.acked = analysis
+        .messages()
+        .iter()
+        .filter(|m| analysis.latency(m, LatencyKind::AckFromSend).is_some())
+        .count() as u64;
+    if args.expect_echo {
+        report.echoed = Some(echoed);
+        report.lost = args.count - echoed.min(args.count);
+        report.latency_ms = LatencyStats::from_durations(rtts).map(Into::into);
+    } else {
+        report.lost = args.count - report.acked.min(args.count);
+        report.latency_ms = analysis
+            .latency_stats(LatencyKind::AckFromSend)
+            .map(Into::into);
+    }
+    Ok(report)
+}
+
+fn drain_traces(handle: &mut Handle<Association>, out: &mut Vec<Record>) {
+    if let Some(rx) = handle.traces() {
+        while let Ok(r) = rx.try_recv() {
+            out.push(r);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::payload;
+
+    #[test]
+    fn payloads_are_distinct_and_sized() {
+        assert_eq!(payload(5, 3).len(), 3);
+        assert_eq!(payload(5, 100).len(), 100);
+        assert_ne!(payload(1, 100), payload(2, 100));
+    }
+}

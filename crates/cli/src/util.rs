@@ -1,0 +1,59 @@
+//! Argument parsers shared by the subcommands. Each returns a message that
+//! says what was expected, so clap prints a clear error.
+
+use thinstream_base::Duration;
+
+/// `250ms`, `1.5s`, `20us`; a bare number is milliseconds.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    Duration::parse(s).map_err(|e| e.to_string())
+}
+
+/// A message size: `N` bytes, or `MIN..MAX` (inclusive) for sizes drawn
+/// uniformly per message from the run's seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SizeSpec {
+    pub(crate) min: usize,
+    pub(crate) max: usize,
+}
+
+pub(crate) fn parse_size(s: &str) -> Result<SizeSpec, String> {
+    let num = |t: &str| -> Result<usize, String> {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{t:?} is not a byte count (expected e.g. 100 or 1..4000)"))
+    };
+    let spec = match s.split_once("..") {
+        Some((a, b)) => SizeSpec {
+            min: num(a)?,
+            max: num(b.trim_start_matches('='))?,
+        },
+        None => {
+            let n = num(s)?;
+            SizeSpec { min: n, max: n }
+        }
+    };
+    if spec.min == 0 {
+        return Err("messages must be at least 1 byte (SCTP has no empty user messages)".into());
+    }
+    if spec.min > spec.max {
+        return Err(format!("empty size range {}..{}", spec.min, spec.max));
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("100").unwrap(), SizeSpec { min: 100, max: 100 });
+        assert_eq!(
+            parse_size("1..4000").unwrap(),
+            SizeSpec { min: 1, max: 4000 }
+        );
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("10..5").is_err());
+        assert!(parse_size("big").is_err());
+    }
+}
