@@ -83,10 +83,10 @@ impl Receiver {
 
     /// RFC 7323 §4.3: remember TSval of a segment that covers the left edge.
     pub(crate) fn note_timestamp(&mut self, seq: u64, tsval: u32) {
-        let newer = self
+        let older = self
             .ts_recent
-            .map_or(true, |r| (tsval.wrapping_sub(r) as i32) >= 0);
-        if seq <= self.last_ack_sent && newer {
+            .is_some_and(|r| (tsval.wrapping_sub(r) as i32) < 0);
+        if seq <= self.last_ack_sent && !older {
             self.ts_recent = Some(tsval);
         }
     }

@@ -409,10 +409,11 @@ impl TcpConnection {
         // Back off, or stay linear while thin and established.
         let thin = self.is_thin();
         let lt = &self.cfg.thin;
-        let linear = lt.linear_timeouts
-            && thin
-            && self.state == State::Established
-            && lt.lt_max_linear.map_or(true, |cap| self.retransmits <= cap);
+        let within_cap = match lt.lt_max_linear {
+            Some(cap) => self.retransmits <= cap,
+            None => true,
+        };
+        let linear = lt.linear_timeouts && thin && self.state == State::Established && within_cap;
         if linear {
             self.rtt.linear();
         } else {
@@ -557,8 +558,8 @@ impl TcpConnection {
                 break;
             };
             let amount = next.amount(self.cfg.cwnd_unit);
-            let in_rwnd = next.end + 1 <= self.snd_una + self.snd_wnd
-                || self.sq.rtx.is_empty() && next.len() == 0;
+            let in_rwnd =
+                next.end < self.snd_una + self.snd_wnd || self.sq.rtx.is_empty() && next.len() == 0;
             if !in_rwnd || !self.cwnd_allows(amount) {
                 break;
             }

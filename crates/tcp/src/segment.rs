@@ -155,7 +155,7 @@ impl Options {
                 2 if len == 4 => o.mss = Some(u16::from_be_bytes([body[0], body[1]])),
                 3 if len == 3 => o.window_scale = Some(body[0].min(14)),
                 4 if len == 2 => o.sack_permitted = true,
-                5 if len >= 10 && (len - 2) % 8 == 0 => {
+                5 if len >= 10 && (len - 2) & 7 == 0 => {
                     for block in body.chunks_exact(8) {
                         let l = u32::from_be_bytes([block[0], block[1], block[2], block[3]]);
                         let r = u32::from_be_bytes([block[4], block[5], block[6], block[7]]);

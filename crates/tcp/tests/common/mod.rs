@@ -28,6 +28,11 @@ pub struct Pkt<'a> {
     pub time: Instant,
 }
 
+/// Decides whether a packet is dropped.
+pub type DropRule = Box<dyn FnMut(&Pkt<'_>) -> bool>;
+
+pub type Dropped = (usize, Instant, Option<(u64, u64)>);
+
 pub struct Link {
     pub delay: Duration,
     pub rate: Option<Bitrate>,
@@ -87,14 +92,15 @@ pub struct Net {
     queue: BinaryHeap<Reverse<(Instant, u64, usize)>>,
     parked: Vec<Option<Datagram>>,
     order: u64,
-    pub drop_rule: Option<Box<dyn FnMut(&Pkt<'_>) -> bool>>,
+    pub drop_rule: Option<DropRule>,
     pub impair: Option<Impair>,
     pub traces: Vec<Vec<Record>>,
     pub apps: Vec<Vec<AppEvent>>,
     pub rx: Vec<Vec<u8>>,
     pub sent_count: Vec<u64>,
     pub data_count: Vec<u64>,
-    pub dropped: Vec<(usize, Instant, Option<(u64, u64)>)>,
+    /// (sender, time, units) of every dropped packet.
+    pub dropped: Vec<Dropped>,
 }
 
 impl Net {
@@ -216,7 +222,7 @@ impl Net {
             return;
         };
         let bytes = wire_bytes(d.payload.len());
-        let link = if from % 2 == 0 {
+        let link = if from & 1 == 0 {
             &mut self.fwd
         } else {
             &mut self.rev
