@@ -296,6 +296,11 @@ impl Pair {
                 break;
             }
         }
+        for (side, a) in [(Side::Client, &self.client), (Side::Server, &self.server)] {
+            if let Err(e) = a.check_invariants() {
+                panic!("{side:?} invariant violated at {}: {e}", self.now);
+            }
+        }
     }
 
     fn collect(&mut self) -> bool {

@@ -116,6 +116,7 @@ fn run(seed: u64, messages: usize) -> Outcome {
         seen.values().all(|n| *n == 1),
         "seed {seed}: duplicate delivery"
     );
+    check_trace(seed, &p.client_trace, &p.server_trace);
     Outcome {
         client_trace: std::mem::take(&mut p.client_trace),
         server_trace: std::mem::take(&mut p.server_trace),
@@ -145,4 +146,61 @@ fn same_seed_same_trace() {
         a.client_trace, c.client_trace,
         "different seeds should differ"
     );
+}
+
+/// The trace contract: the receiver's `Delivered` units are exactly the
+/// sender's `Submitted` units, every unit is sent new once, acknowledged once
+/// and arrives (non-duplicate) once.
+fn check_trace(seed: u64, client: &[Record], server: &[Record]) {
+    use thinstream_base::trace::TxReason;
+    let mut submitted = Vec::new();
+    let mut acked = BTreeMap::<u64, u32>::new();
+    let mut new_sent = BTreeMap::<u64, u32>::new();
+    for r in client {
+        match r {
+            Record::Submitted { units, .. } => submitted.push(*units),
+            Record::Acked { units, .. } => {
+                for u in units.start..units.end {
+                    *acked.entry(u).or_default() += 1;
+                }
+            }
+            Record::PacketSent { data, .. } => {
+                for d in data.iter().filter(|d| d.reason == TxReason::New) {
+                    *new_sent.entry(d.units.start).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut delivered = Vec::new();
+    let mut arrived = BTreeMap::<u64, u32>::new();
+    for r in server {
+        match r {
+            Record::Delivered { units, .. } => delivered.push(*units),
+            Record::Arrived {
+                units,
+                duplicate: false,
+                ..
+            } => *arrived.entry(units.start).or_default() += 1,
+            _ => {}
+        }
+    }
+    let total = submitted.iter().map(|u| u.end).max().unwrap_or(0);
+    submitted.sort();
+    delivered.sort();
+    assert_eq!(
+        submitted, delivered,
+        "seed {seed}: delivered units differ from submitted units"
+    );
+    for (name, m) in [
+        ("acked", &acked),
+        ("sent new", &new_sent),
+        ("arrived", &arrived),
+    ] {
+        assert_eq!(m.len() as u64, total, "seed {seed}: not every unit {name}");
+        assert!(
+            m.values().all(|n| *n == 1),
+            "seed {seed}: a unit {name} twice"
+        );
+    }
 }

@@ -742,3 +742,21 @@ impl Transport for Association {
         self.state == State::Closed && (self.had_tcb || self.closed_reported)
     }
 }
+
+#[cfg(any(test, feature = "testkit"))]
+impl Association {
+    /// Check the internal accounting (test harnesses call this after every
+    /// step). Returns a description of the first violated invariant.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.tx.check()?;
+        let app_bytes: usize = self
+            .app
+            .iter()
+            .map(|e| match e {
+                AppEvent::Received { payload, .. } => payload.len(),
+                _ => 0,
+            })
+            .sum();
+        self.rx.check(app_bytes)
+    }
+}

@@ -160,6 +160,37 @@ impl Receiver {
         }
     }
 
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn check(&self, app_bytes: usize) -> Result<(), String> {
+        let reasm: usize = self.reasm.values().map(|c| c.payload.len()).sum();
+        let pending: usize = self
+            .streams
+            .iter()
+            .flat_map(|s| s.pending.values())
+            .map(|m| m.payload.len())
+            .sum();
+        if reasm + pending + app_bytes != self.held {
+            return Err(format!(
+                "receiver holds {} but reassembly {reasm} + pending {pending} + app {app_bytes}",
+                self.held
+            ));
+        }
+        let mut prev_end = self.cum_next;
+        for (&s, &e) in &self.above {
+            if s <= prev_end || e <= s {
+                return Err(format!(
+                    "bad gap ranges {:?} (cum_next {})",
+                    self.above, self.cum_next
+                ));
+            }
+            prev_end = e;
+        }
+        if self.reasm.keys().next().is_some_and(|&u| !self.has(u)) {
+            return Err("reassembly holds a unit not marked received".into());
+        }
+        Ok(())
+    }
+
     pub(crate) fn a_rwnd(&self) -> u32 {
         self.capacity
             .saturating_sub(self.held.min(u32::MAX as usize) as u32)

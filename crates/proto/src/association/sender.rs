@@ -84,6 +84,10 @@ pub(crate) struct Sender {
     /// Payload bytes sent and not acknowledged (InFlight + Marked).
     pub(crate) outstanding_bytes: u32,
     pub(crate) marked: usize,
+    /// Chunks in the InFlight state.
+    pub(crate) in_flight_chunks: u32,
+    /// Payload bytes of never-sent chunks.
+    pub(crate) unsent_bytes: usize,
     /// Payload bytes of all queued chunks (send-buffer accounting).
     pub(crate) queued_bytes: usize,
     pub(crate) peer_rwnd: u32,
@@ -113,6 +117,8 @@ impl Sender {
             flight: 0,
             outstanding_bytes: 0,
             marked: 0,
+            in_flight_chunks: 0,
+            unsent_bytes: 0,
             queued_bytes: 0,
             peer_rwnd,
             ssn: Vec::new(),
@@ -133,6 +139,8 @@ impl Sender {
         self.flight = 0;
         self.outstanding_bytes = 0;
         self.marked = 0;
+        self.in_flight_chunks = 0;
+        self.unsent_bytes = 0;
         self.queued_bytes = 0;
         self.packets.clear();
         self.rtt_probe = None;
@@ -149,11 +157,7 @@ impl Sender {
     }
 
     pub(crate) fn outstanding_chunks(&self) -> u32 {
-        self.chunks
-            .iter()
-            .take(self.next_unsent)
-            .filter(|c| c.state != ChunkState::GapAcked)
-            .count() as u32
+        self.in_flight_chunks + self.marked as u32
     }
 
     fn packet_done(&mut self, id: u64) {
@@ -169,6 +173,7 @@ impl Sender {
     fn leave_flight(&mut self, i: usize) {
         let (len, id) = (self.chunks[i].len(), self.chunks[i].packet);
         self.flight = self.flight.saturating_sub(len);
+        self.in_flight_chunks -= 1;
         self.packet_done(id);
     }
 
@@ -186,6 +191,55 @@ impl Sender {
             // Karn: never time a retransmitted chunk.
             self.rtt_probe = None;
         }
+    }
+
+    #[cfg(any(test, feature = "testkit"))]
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let (mut flight, mut outstanding, mut marked, mut inflight, mut unsent, mut queued) =
+            (0u32, 0u32, 0usize, 0u32, 0usize, 0usize);
+        let mut per_packet: BTreeMap<u64, u32> = BTreeMap::new();
+        for (i, c) in self.chunks.iter().enumerate() {
+            if c.unit != self.cum_unit + i as u64 || c.tsn != self.initial_tsn.add(c.unit as u32) {
+                return Err(format!("chunk {i} has unit {} tsn {}", c.unit, c.tsn));
+            }
+            if (i < self.next_unsent) == (c.state == ChunkState::Unsent) {
+                return Err(format!(
+                    "chunk {i} state {:?} vs next_unsent {}",
+                    c.state, self.next_unsent
+                ));
+            }
+            queued += c.payload.len();
+            match c.state {
+                ChunkState::Unsent => unsent += c.payload.len(),
+                ChunkState::InFlight => {
+                    flight += c.len();
+                    outstanding += c.len();
+                    inflight += 1;
+                    *per_packet.entry(c.packet).or_default() += 1;
+                }
+                ChunkState::Marked(_) => {
+                    outstanding += c.len();
+                    marked += 1;
+                }
+                ChunkState::GapAcked => {}
+            }
+        }
+        let got = (flight, outstanding, marked, inflight, unsent, queued);
+        let want = (
+            self.flight,
+            self.outstanding_bytes,
+            self.marked,
+            self.in_flight_chunks,
+            self.unsent_bytes,
+            self.queued_bytes,
+        );
+        if got != want {
+            return Err(format!("sender counters {want:?} but chunks say {got:?}"));
+        }
+        if per_packet != self.packets {
+            return Err(format!("packet map {:?} vs {:?}", self.packets, per_packet));
+        }
+        Ok(())
     }
 
     /// Whether everything sent has been acknowledged.
@@ -264,6 +318,7 @@ impl Association {
             });
         }
         self.tx.queued_bytes += payload.len();
+        self.tx.unsent_bytes += payload.len();
         let id = self.tx.next_message;
         self.tx.next_message += 1;
         self.stats.messages_submitted += 1;
@@ -320,6 +375,7 @@ impl Association {
             match c.state {
                 ChunkState::InFlight => {
                     self.tx.flight = self.tx.flight.saturating_sub(c.len());
+                    self.tx.in_flight_chunks -= 1;
                     self.tx.packet_done(c.packet);
                 }
                 ChunkState::Marked(_) => self.tx.marked -= 1,
@@ -603,6 +659,7 @@ impl Association {
                 }
                 *room -= len;
                 self.tx.marked -= 1;
+                self.tx.in_flight_chunks += 1;
                 self.tx.flight += self.tx.chunks[i].len();
                 let c = &mut self.tx.chunks[i];
                 c.state = ChunkState::InFlight;
@@ -628,7 +685,7 @@ impl Association {
         if self.tx.marked == 0 && has_new && self.cc.allows(self.tx.flight) {
             let nagle_hold = !self.config.no_delay
                 && !self.tx.nothing_outstanding()
-                && self.unsent_bytes() < self.config.max_fragment();
+                && self.tx.unsent_bytes < self.config.max_fragment();
             if !nagle_hold {
                 if !retransmitted {
                     self.bundle_outstanding(now, out, room, &mut added);
@@ -682,6 +739,8 @@ impl Association {
             *room -= len;
             self.tx.next_unsent += 1;
             self.tx.flight += plen;
+            self.tx.in_flight_chunks += 1;
+            self.tx.unsent_bytes -= plen as usize;
             self.tx.outstanding_bytes += plen;
             self.tx.peer_rwnd = self.tx.peer_rwnd.saturating_sub(plen);
             let c = &mut self.tx.chunks[i];
@@ -750,14 +809,5 @@ impl Association {
                 reason,
             });
         }
-    }
-
-    fn unsent_bytes(&self) -> usize {
-        self.tx
-            .chunks
-            .iter()
-            .skip(self.tx.next_unsent)
-            .map(|c| c.payload.len())
-            .sum()
     }
 }
