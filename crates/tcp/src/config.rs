@@ -4,11 +4,13 @@
 //! thin-stream mechanisms are switched on with `+flag` suffixes:
 //! `linux-2.6.23+lt+mfr+rdb` (see [`TcpConfig::from_profile`]).
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use thinstream_base::Duration;
 
 /// How the RTO is derived from RTT samples.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum RttEstimator {
     /// RFC 6298 §2: `RTO = SRTT + max(G, 4·RTTVAR)`, then clamped to `[rto_min, rto_max]`.
     Rfc6298,
@@ -19,7 +21,8 @@ pub enum RttEstimator {
 }
 
 /// What the congestion window counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum CwndUnit {
     /// Bytes, RFC 5681 (slow start `+min(acked, SMSS)` per ACK, appropriate
     /// byte counting in congestion avoidance).
@@ -30,7 +33,8 @@ pub enum CwndUnit {
 }
 
 /// The initial congestion window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum InitialWindow {
     /// RFC 3390: `min(4·MSS, max(2·MSS, 4380 bytes))` (3 segments of 1448 bytes).
     Rfc3390,
@@ -39,7 +43,7 @@ pub enum InitialWindow {
 }
 
 /// RACK-TLP (RFC 8985) parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RackConfig {
     /// Tail loss probes (RFC 8985 §7).
     pub tlp: bool,
@@ -49,7 +53,7 @@ pub struct RackConfig {
 }
 
 /// Everything that shapes one endpoint's behaviour.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TcpConfig {
     /// The profile name this was built from (informational).
     pub name: String,
@@ -97,7 +101,7 @@ pub struct TcpConfig {
 }
 
 /// The TCP thin-stream mechanisms of 002 §4.1 / App. E. All off by default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThinConfig {
     /// Linear timeouts (002 §4.1.3): on RTO expiry while thin and ESTABLISHED,
     /// reset the backoff and recompute the RTO instead of doubling it.
@@ -127,6 +131,14 @@ impl fmt::Display for ProfileError {
 }
 
 impl std::error::Error for ProfileError {}
+
+impl std::str::FromStr for TcpConfig {
+    type Err = ProfileError;
+    /// Same as [`TcpConfig::from_profile`].
+    fn from_str(s: &str) -> Result<TcpConfig, ProfileError> {
+        TcpConfig::from_profile(s)
+    }
+}
 
 impl TcpConfig {
     /// Base profile names accepted by [`TcpConfig::from_profile`].

@@ -247,6 +247,11 @@ impl TcpConnection {
         TcpConnection::new(cfg, local, None, iss, State::Listen)
     }
 
+    /// Switches trace records on or off (also `TcpConfig::trace`).
+    pub fn set_trace(&mut self, on: bool) {
+        self.cfg.trace = on;
+    }
+
     pub fn state(&self) -> State {
         self.state
     }
@@ -326,7 +331,10 @@ impl TcpConnection {
         if syn_options {
             options.mss =
                 Some((self.cfg.mss + if self.cfg.timestamps { 12 } else { 0 }).min(0xFFFF) as u16);
-            options.window_scale = Some(self.rcv_wscale);
+            // RFC 7323 §1.3: a SYN-ACK carries the option only if the SYN did.
+            if self.state == State::SynSent || self.wscale_ok {
+                options.window_scale = Some(self.rcv_wscale);
+            }
             options.sack_permitted =
                 self.cfg.sack && (self.state == State::SynSent || self.sack_ok);
             if self.cfg.timestamps && (self.state == State::SynSent || self.ts_ok) {

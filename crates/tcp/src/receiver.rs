@@ -194,7 +194,11 @@ impl Receiver {
                 // Linux tcp_measure_rcv_mss, simplified: the last segment's size.
                 self.rcv_mss = len;
             }
+            // A segment wholly below rcv_nxt (a retransmission whose ACK was
+            // lost, or a repeated FIN) is answered at once (RFC 5681 §4.2).
+            let stale = end + u64::from(fin) <= before;
             let immediate = self.delayed_ack.is_none()
+                || stale
                 || out_of_order
                 || filled_hole
                 || fully_duplicate

@@ -191,3 +191,28 @@ fn streams_arrive_exactly_under_loss_reordering_duplication() {
 fn streams_arrive_exactly_under_harsh_impairments() {
     sweep(100, 20_000, true);
 }
+
+#[test]
+fn runs_are_deterministic() {
+    let trace = |seed: u64| {
+        let cfg = TcpConfig::from_profile("linux-modern+rdb").unwrap();
+        let mut net = Net::pair(&cfg, &cfg, Duration::from_millis(20));
+        net.impair = Some(Impair {
+            loss: 0.1,
+            duplicate: 0.05,
+            reorder: 0.1,
+            reorder_max: Duration::from_millis(15),
+            rng: Seed(seed).rng(),
+        });
+        net.run_until(Instant::from_millis(100));
+        for i in 0..200u64 {
+            net.run_until(Instant::from_millis(100 + 7 * i));
+            net.send(0, &[i as u8; 150]);
+        }
+        net.run_until(Instant::from_secs(30));
+        assert_eq!(net.rx[1].len(), 200 * 150);
+        (net.traces[0].clone(), net.traces[1].clone())
+    };
+    assert_eq!(trace(5), trace(5));
+    assert_ne!(trace(5), trace(6));
+}
