@@ -215,3 +215,25 @@ fn garbage_is_discarded_and_the_connection_survives() {
     net.run_for(ms(100));
     assert_eq!(net.rx[1], b"still alive");
 }
+
+#[test]
+fn small_receive_window_limits_the_sender() {
+    let mut server = TcpConfig::newreno();
+    server.rcv_buf = 4 * 1448;
+    let client = TcpConfig::from_profile("linux-modern").unwrap(); // IW 10 > window
+    let mut net = Net::pair(&client, &server, ms(20));
+    net.run_until(at(100));
+    let data: Vec<u8> = (0..60_000u32).map(|i| (i % 251) as u8).collect();
+    for chunk in data.chunks(6000) {
+        net.send(0, chunk);
+    }
+    // Never more than the advertised window beyond the cumulative ACK.
+    let mut max_out = 0u64;
+    for _ in 0..400 {
+        net.run_for(ms(5));
+        max_out = max_out.max(net.eps[0].packets_out());
+    }
+    assert_eq!(net.rx[1], data);
+    // Exactly four full segments fit the window (the congestion window allows ten).
+    assert_eq!(max_out, 4);
+}

@@ -11,7 +11,11 @@ use thinstream_tcp::TcpConfig;
 /// first transmission of the first message is lost. Returns the
 /// retransmissions of unit 0.
 fn retransmissions(cfg: TcpConfig, n: usize) -> Vec<(Instant, TxReason)> {
-    let mut net = Net::pair(&cfg, &TcpConfig::newreno(), ms(50));
+    retransmissions_with(cfg, TcpConfig::newreno(), n)
+}
+
+fn retransmissions_with(cfg: TcpConfig, server: TcpConfig, n: usize) -> Vec<(Instant, TxReason)> {
+    let mut net = Net::pair(&cfg, &server, ms(50));
     let mut first = true;
     net.drop_rule = Some(Box::new(move |p| {
         if p.from == 0 && p.units.is_some_and(|(s, _)| s == 0) && first {
@@ -43,6 +47,14 @@ fn thick_stream_fast_retransmits_on_the_third_dupack() {
     let mut no_sack = profile("newreno");
     no_sack.sack = false;
     assert_eq!(retransmissions(no_sack, 6), want, "New Reno without SACK");
+    // A peer that does not offer SACK: New Reno on both sides.
+    let mut peer = profile("newreno");
+    peer.sack = false;
+    assert_eq!(
+        retransmissions_with(profile("newreno"), peer, 6),
+        want,
+        "peer without SACK"
+    );
     // mFR does not apply: six packets are out at the first dupACK.
     assert_eq!(retransmissions(profile("newreno+mfr"), 6), want);
 }
