@@ -35,23 +35,60 @@
 //!
 //! Trace units are stream bytes relative to ISN + 1: the first data byte is
 //! unit 0. The receiver reports `Arrived` per segment, split into duplicate
-//! and new pieces (one record per contiguous piece), and `Delivered` per
-//! in-order advance.
+//! and new pieces (one record per contiguous piece, in sequence order), and
+//! `Delivered` per in-order advance. The sender reports `Acked` once per
+//! byte range, when it is first SACKed or cumulatively acknowledged; an RDB
+//! packet is one `PacketSent` with a `RedundantBundle` piece (the old bytes)
+//! and a `New` piece. `Thin` records follow the test `packets_out < 4`;
+//! `Congestion` records follow changes of cwnd or ssthresh (in bytes, packets
+//! × MSS for the Linux profiles); `Rto` records follow changes of the RTO.
+//!
+//! # Profiles
+//!
+//! | profile | RTO | init. RTO | IW | cwnd | loss detection | delayed ACK | RTT samples |
+//! |---|---|---|---|---|---|---|---|
+//! | `newreno` | RFC 6298, min 1 s | 1 s | RFC 3390 | bytes | SACK `IsLost` (RFC 6675), New Reno without SACK | 200 ms | Karn, no timestamps |
+//! | `linux-2.6.23` | SRTT + RTTVAR (≥ 200 ms) | 3 s | RFC 3390 | packets | as `newreno` | 40 ms, 16 quick ACKs | timestamps |
+//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP | 40 ms, 16 quick ACKs | timestamps |
+//!
+//! Flags: `+lt` linear timeouts, `+ltcap=N` linear for N timeouts then
+//! backoff (Linux mainline uses 6), `+mfr` modified fast retransmit, `+rdb`
+//! redundant data bundling, `+rdb=N` with an N-byte packet payload limit,
+//! `+all` = `+lt+mfr+rdb`. All can be set on a [`TcpConfig`] directly.
+//!
+//! The ACK schedule (RFC 1122 §4.2.3.2, RFC 5681 §4.2, Linux): ACK at once
+//! when more than one segment's worth of data (the size of the last segment)
+//! is unacknowledged, i.e. every second segment; for out-of-order data, a
+//! segment that fills a hole, a duplicate, a FIN; for the first
+//! `quickack_initial` data segments; and for a segment arriving more than an
+//! RTO after the previous one (Linux `tcp_event_data_recv`). Otherwise the
+//! `delayed_ack` timer runs. Linux's adaptive ATO (40 to 200 ms) is fixed at
+//! its floor, 40 ms, which is what a stream with gaps above 40 ms sees.
 //!
 //! # Model simplifications (documented, deliberate)
 //!
 //! - TIME-WAIT lasts `time_wait` (default zero); a closed endpoint still
-//!   re-acknowledges a retransmitted FIN. Simultaneous open, urgent data,
-//!   PAWS, D-SACK, zero-window probing (the receive window is the whole
-//!   buffer because the model's application reads at once) and
-//!   restart-after-idle are not modelled.
+//!   re-acknowledges a retransmitted FIN or data segment, which is what
+//!   TIME-WAIT is for. With `close_on_peer_fin` (default) an endpoint closes
+//!   its side when the peer's FIN arrives.
+//! - Not modelled: simultaneous open, RST generation, urgent data, PAWS,
+//!   D-SACK and undo (Eifel, F-RTO), zero-window probing (the model's
+//!   application reads at once, so the window is the whole buffer),
+//!   restart-after-idle, Nagle (always off, as `TCP_NODELAY`), TSO/GSO.
 //! - Congestion control is Reno/New Reno AIMD (CUBIC is out of scope); in
 //!   recovery `cwnd = ssthresh` (RFC 6675) rather than rate halving or PRR.
+//!   cwnd grows only when it limited the previous flight (RFC 7661 spirit).
 //! - Linux's retransmission collapsing (`tcp_retrans_collapse`) is not
 //!   modelled; with RDB the retransmission bundling of 002 §4.3.2 is.
+//! - Timestamps tick in milliseconds (RFC 7323 §4.3 `TS.Recent` rules) and
+//!   give an RTT sample on every ACK of new data, as Linux; without them,
+//!   Karn's rule on the oldest newly acknowledged segment.
 //! - RACK-TLP: TLP retransmits the last segment (reason `Probe`) or sends new
 //!   data (reason `New`); loss detected by RACK is retransmitted with reason
-//!   `FastRetransmit`; TLP's own loss detection (RFC 8985 §7.4) is omitted.
+//!   `FastRetransmit` (not `EarlyRetransmit`); TLP's own loss detection
+//!   (RFC 8985 §7.4) is omitted. The reordering window is `min_rtt/4`, zero
+//!   before reordering is seen once DupThresh segments are SACKed or in recovery.
+//! - Linear timeouts apply only in ESTABLISHED (002 §4.1.3), like the patch.
 
 pub mod config;
 mod conn;
