@@ -18,6 +18,37 @@
 //! and a `Submitted` record whose units are its byte range. Received bytes
 //! are handed over as `AppEvent::Received { stream: 0, .. }` once in order.
 //!
+//! ```
+//! use thinstream_base::drive::{Outgoing, Transport};
+//! use thinstream_base::{Duration, Instant};
+//! use thinstream_tcp::{TcpConfig, TcpConnection};
+//!
+//! let cfg: TcpConfig = "linux-2.6.23+lt+mfr".parse().unwrap();
+//! let (a, b) = ("10.0.0.1:4000".parse().unwrap(), "10.0.0.2:80".parse().unwrap());
+//! let mut client = TcpConnection::connect(cfg.clone(), a, b, 1, Instant::ZERO).unwrap();
+//! let mut server = TcpConnection::listen(cfg, b, 2).unwrap();
+//! // A zero-delay loop: hand every datagram straight to the other side.
+//! let mut now = Instant::ZERO;
+//! let mut sent = false;
+//! for _ in 0..100 {
+//!     while let Some(d) = client.poll_transmit(now) { server.handle_datagram(now, d) }
+//!     while let Some(d) = server.poll_transmit(now) { client.handle_datagram(now, d) }
+//!     if client.is_established() && !sent {
+//!         client.send(now, Outgoing { stream: 0, unordered: false, payload: b"hi" }).unwrap();
+//!         sent = true;
+//!     }
+//!     now = now + Duration::from_millis(10);
+//!     for e in [&mut client, &mut server] {
+//!         if e.poll_timeout().is_some_and(|t| t <= now) { e.handle_timeout(now) }
+//!     }
+//! }
+//! let mut got = Vec::new();
+//! while let Some(ev) = server.poll_app() {
+//!     if let thinstream_base::drive::AppEvent::Received { payload, .. } = ev { got.extend(payload) }
+//! }
+//! assert_eq!(got, b"hi");
+//! ```
+//!
 //! # Wire size
 //!
 //! `Datagram.payload` is the TCP segment: 20-byte header, options (SACK
