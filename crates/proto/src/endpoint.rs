@@ -42,7 +42,8 @@ impl fmt::Display for AssociationId {
 /// wait for the next datagram or [`Endpoint::poll_timeout`]. A new incoming
 /// association announces itself with `(id, AppEvent::Established)`; a
 /// closed association reports `(id, AppEvent::Closed { .. })` and is
-/// removed once its output is drained.
+/// removed once its events and records are drained (checked when
+/// `poll_event` or `poll_trace` run dry and on every input).
 pub struct Endpoint {
     config: Config,
     local: SocketAddr,
@@ -58,6 +59,8 @@ pub struct Endpoint {
     trace: VecDeque<Record>,
     stats: Stats,
     next_id: u64,
+    /// Time of the input being processed (for endpoint-level records).
+    now_hint: Instant,
 }
 
 impl fmt::Debug for Endpoint {
@@ -91,6 +94,7 @@ impl Endpoint {
             trace: VecDeque::new(),
             stats: Stats::default(),
             next_id: 0,
+            now_hint: Instant::ZERO,
         }
     }
 
@@ -100,9 +104,18 @@ impl Endpoint {
     pub fn config(&self) -> &Config {
         &self.config
     }
-    /// Endpoint-level counters (packets no association took).
+    /// Endpoint-level counters (packets no association took, stateless
+    /// answers).
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+    /// Endpoint-level counters plus those of every live association.
+    pub fn total_stats(&self) -> Stats {
+        let mut s = self.stats;
+        for a in self.assocs.values() {
+            s.add(a.stats());
+        }
+        s
     }
     /// Live associations, in id order.
     pub fn associations(&self) -> impl Iterator<Item = AssociationId> + '_ {
@@ -212,6 +225,7 @@ impl Endpoint {
                 return;
             }
         };
+        self.now_hint = now;
         let id = self.route(d.src, &packet);
         if let Some(id) = id {
             if let Some(a) = self.assocs.get_mut(&id) {
@@ -219,6 +233,15 @@ impl Endpoint {
             }
             self.reindex(id);
             return;
+        }
+        // Not for a live association: count it here.
+        self.stats.packets_received += 1;
+        self.stats.bytes_received += len as u64;
+        if self.config.trace {
+            self.trace.push_back(Record::PacketReceived {
+                time: now,
+                wire_bytes: len as u32,
+            });
         }
         match packet.chunks.first() {
             Some(Chunk::Init(_)) if self.accept => {
@@ -291,6 +314,14 @@ impl Endpoint {
         p.emit(&mut payload);
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += payload.len() as u64;
+        if self.config.trace {
+            self.trace.push_back(Record::PacketSent {
+                time: self.now_hint,
+                wire_bytes: payload.len() as u32,
+                data: Vec::new(),
+                control: p.chunks.len() as u16,
+            });
+        }
         self.out.push_back(Datagram {
             src: self.local,
             dst,
@@ -343,6 +374,7 @@ impl Endpoint {
                 return Some((*id, e));
             }
         }
+        self.reap();
         None
     }
 
@@ -356,6 +388,7 @@ impl Endpoint {
                 return Some((Some(*id), r));
             }
         }
+        self.reap();
         None
     }
 }

@@ -236,7 +236,7 @@ impl Pair {
             Side::Client => &self.client_events,
             Side::Server => &self.server_events,
         };
-        ev.iter().any(|e| *e == AppEvent::Established)
+        ev.contains(&AppEvent::Established)
     }
 
     /// The `Closed` event of `side`, if any.

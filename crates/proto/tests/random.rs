@@ -43,7 +43,7 @@ fn run(seed: u64, messages: usize) -> Outcome {
         }
         for c in copies.iter_mut() {
             if link.chance(0.05) {
-                *c = *c + Duration::from_micros(link.below(30_000));
+                *c += Duration::from_micros(link.below(30_000));
             }
         }
         copies

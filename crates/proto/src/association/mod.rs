@@ -132,8 +132,6 @@ pub struct Association {
     /// Data packets sent since the last input (Max.Burst, §6.1).
     pub(crate) burst: u32,
     pub(crate) closed_reported: bool,
-    /// Scratch for outgoing chunk lists (avoids per-packet allocation).
-    scratch_chunks: Vec<Chunk>,
 }
 
 impl Association {
@@ -233,7 +231,6 @@ impl Association {
             heartbeat: None,
             burst: 0,
             closed_reported: false,
-            scratch_chunks: Vec::new(),
             rng,
             config,
         }
@@ -483,16 +480,13 @@ impl Association {
         let remote = self.remote?;
         let pmtu = self.config.effective_pmtu();
         let mut room = pmtu - COMMON_HEADER_LEN;
-        let mut chunks = std::mem::take(&mut self.scratch_chunks);
-        chunks.clear();
+        let mut chunks = Vec::with_capacity(4);
         self.tx.last_sent_data.clear();
 
         // INIT travels alone with tag 0 (§8.5.1 A, §6.10).
         if matches!(self.control.front(), Some(Chunk::Init(_))) {
             let init = self.control.pop_front()?;
-            let p = self.header(0, vec![init]);
-            self.scratch_chunks = chunks;
-            return Some((remote, p));
+            return Some((remote, self.header(0, vec![init])));
         }
         while let Some(c) = self.control.front() {
             if matches!(c, Chunk::Init(_)) {
@@ -529,12 +523,9 @@ impl Association {
         }
         chunks.append(&mut data_chunks);
         if chunks.is_empty() {
-            self.scratch_chunks = chunks;
             return None;
         }
-        let out = std::mem::replace(&mut chunks, Vec::new());
-        self.scratch_chunks = chunks;
-        Some((remote, self.header(self.peer_tag, out)))
+        Some((remote, self.header(self.peer_tag, chunks)))
     }
 
     /// Whether a TCB with peer information exists (SACKs make sense).

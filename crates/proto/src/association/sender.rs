@@ -573,9 +573,10 @@ impl Association {
             let highest = self.tx.cum_unit + self.tx.next_unsent as u64;
             self.tx.fast_recovery = Some(highest.saturating_sub(1));
             self.record_congestion(now);
+            // §7.2.4 step 3: on entering fast recovery, the first packet of
+            // retransmissions goes out regardless of cwnd.
+            self.tx.rtx_packet_free = true;
         }
-        // §7.2.4 step 3: the first FR packet goes out regardless of cwnd.
-        self.tx.rtx_packet_free = true;
     }
 
     /// T3-rtx expiry (§6.3.3 E1-E3).
@@ -670,10 +671,16 @@ impl Association {
                 if reason == TxReason::FastRetransmit {
                     c.fast_retransmitted = true;
                 }
+                // §7.2.4 step 4: retransmitting the first outstanding chunk
+                // restarts T3 (chunks[0] is the lowest outstanding TSN).
+                let restart_t3 = reason == TxReason::FastRetransmit && i == 0;
                 out.push(Chunk::Data(c.to_wire()));
                 self.stats.count_data(reason, c.payload.len());
                 let (unit, bytes) = (c.unit, c.len());
                 self.push_sent(unit, bytes, reason);
+                if restart_t3 {
+                    self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+                }
                 added += 1;
                 live += 1;
                 retransmitted = true;

@@ -1,0 +1,262 @@
+//! A server `Endpoint` with several peers on a virtual network.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use thinstream_base::drive::{AppEvent, Outgoing, Transport};
+use thinstream_base::{Datagram, Duration, Instant, Seed};
+use thinstream_proto::wire::{Chunk, Packet};
+use thinstream_proto::{Association, AssociationId, Config, Endpoint};
+
+fn server_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 9899))
+}
+fn client_addr(i: u8) -> SocketAddr {
+    SocketAddr::from(([10, 0, 1, i], 9899))
+}
+
+struct Net {
+    now: Instant,
+    queue: BTreeMap<(Instant, u64), Datagram>,
+    seq: u64,
+    server: Endpoint,
+    clients: Vec<Association>,
+    server_events: Vec<(AssociationId, AppEvent)>,
+    client_events: Vec<Vec<AppEvent>>,
+}
+
+impl Net {
+    fn new(n: u8) -> Net {
+        let cfg = Config::default().with_trace();
+        let server = Endpoint::new(cfg.clone(), server_addr(), Seed(1), true);
+        let clients = (0..n)
+            .map(|i| {
+                Association::connect(
+                    cfg.clone(),
+                    Instant::ZERO,
+                    client_addr(i),
+                    server_addr(),
+                    Seed(100 + u64::from(i)),
+                )
+            })
+            .collect();
+        Net {
+            now: Instant::ZERO,
+            queue: BTreeMap::new(),
+            seq: 0,
+            server,
+            clients,
+            server_events: Vec::new(),
+            client_events: vec![Vec::new(); usize::from(n)],
+        }
+    }
+
+    fn flush(&mut self) {
+        let at = self.now + Duration::from_millis(10);
+        while let Some(d) = self.server.poll_transmit(self.now) {
+            assert_eq!(d.src, server_addr());
+            self.seq += 1;
+            self.queue.insert((at, self.seq), d);
+        }
+        while let Some(e) = self.server.poll_event() {
+            self.server_events.push(e);
+        }
+        while self.server.poll_trace().is_some() {}
+        for (i, c) in self.clients.iter_mut().enumerate() {
+            while let Some(d) = c.poll_transmit(self.now) {
+                self.seq += 1;
+                self.queue.insert((at, self.seq), d);
+            }
+            while let Some(e) = c.poll_app() {
+                self.client_events[i].push(e);
+            }
+        }
+    }
+
+    fn drive_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        loop {
+            self.flush();
+            let next = [
+                self.queue.keys().next().map(|k| k.0),
+                self.server.poll_timeout(),
+                self.clients.iter().filter_map(|c| c.poll_timeout()).min(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next.filter(|t| *t <= end) else {
+                break;
+            };
+            self.now = self.now.max(next);
+            while let Some((&k, _)) = self.queue.iter().next() {
+                if k.0 > self.now {
+                    break;
+                }
+                let d = self.queue.remove(&k).unwrap();
+                if d.dst == server_addr() {
+                    self.server.handle_datagram(self.now, d);
+                } else if let Some(c) = self.clients.iter_mut().find(|c| c.local_addr() == d.dst) {
+                    c.handle_datagram(self.now, d);
+                }
+            }
+            self.server.handle_timeout(self.now);
+            for c in &mut self.clients {
+                if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                    c.handle_timeout(self.now);
+                }
+            }
+        }
+        self.now = end;
+        self.flush();
+    }
+}
+
+fn msg(payload: &[u8]) -> Outgoing<'_> {
+    Outgoing {
+        stream: 0,
+        unordered: false,
+        payload,
+    }
+}
+
+// Three peers connect to one endpoint, exchange messages, are told apart.
+#[test]
+fn serves_several_peers() {
+    let mut net = Net::new(3);
+    net.drive_for(Duration::from_millis(100));
+    assert!(net.clients.iter().all(|c| c.is_established()));
+    let ids: Vec<AssociationId> = net
+        .server_events
+        .iter()
+        .filter(|(_, e)| *e == AppEvent::Established)
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(net.server.associations().count(), 3);
+    for (i, c) in net.clients.iter_mut().enumerate() {
+        for k in 0..5 {
+            c.send(net.now, msg(format!("client {i} message {k}").as_bytes()))
+                .unwrap();
+        }
+    }
+    net.drive_for(Duration::from_secs(1));
+    let mut by_id: BTreeMap<AssociationId, Vec<String>> = BTreeMap::new();
+    for (id, e) in &net.server_events {
+        if let AppEvent::Received { payload, .. } = e {
+            by_id
+                .entry(*id)
+                .or_default()
+                .push(String::from_utf8(payload.clone()).unwrap());
+        }
+    }
+    assert_eq!(by_id.len(), 3);
+    for (id, msgs) in &by_id {
+        let peer = net.server.association(*id).unwrap().remote_addr().unwrap();
+        let i = net
+            .clients
+            .iter()
+            .position(|c| c.local_addr() == peer)
+            .unwrap();
+        let want: Vec<String> = (0..5).map(|k| format!("client {i} message {k}")).collect();
+        assert_eq!(msgs, &want);
+        let now = net.now;
+        net.server
+            .send(now, *id, msg(format!("reply to {i}").as_bytes()))
+            .unwrap();
+    }
+    net.drive_for(Duration::from_secs(1));
+    for (i, ev) in net.client_events.iter().enumerate() {
+        let got: Vec<_> = ev
+            .iter()
+            .filter_map(|e| match e {
+                AppEvent::Received { payload, .. } => Some(payload.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, vec![format!("reply to {i}").into_bytes()]);
+    }
+}
+
+// An INIT creates no state at the endpoint (§5.1.3); only a valid COOKIE
+// ECHO does.
+#[test]
+fn init_creates_no_state() {
+    let mut net = Net::new(1);
+    let init = net.clients[0].poll_transmit(Instant::ZERO).unwrap();
+    net.server.handle_datagram(Instant::ZERO, init);
+    let ack = net.server.poll_transmit(Instant::ZERO).expect("INIT ACK");
+    let p = Packet::parse(&ack.payload).unwrap();
+    assert!(matches!(p.chunks[0], Chunk::InitAck(_)));
+    assert_eq!(net.server.associations().count(), 0);
+    net.clients[0].handle_datagram(Instant::from_millis(10), ack);
+    let echo = net.clients[0]
+        .poll_transmit(Instant::from_millis(10))
+        .unwrap();
+    // A tampered COOKIE ECHO creates nothing either.
+    let mut bad = echo.clone();
+    let n = bad.payload.len();
+    bad.payload[n - 5] ^= 0xFF;
+    let mut parsed = Packet::parse_unchecked(&bad.payload).unwrap();
+    parsed.src_port = 5000;
+    let mut bytes = Vec::new();
+    parsed.emit(&mut bytes);
+    bad.payload = bytes;
+    net.server.handle_datagram(Instant::from_millis(20), bad);
+    assert_eq!(net.server.associations().count(), 0);
+    net.server.handle_datagram(Instant::from_millis(20), echo);
+    assert_eq!(net.server.associations().count(), 1);
+}
+
+// A peer's graceful close removes the association once its events are read.
+#[test]
+fn closed_associations_are_reaped() {
+    let mut net = Net::new(2);
+    net.drive_for(Duration::from_millis(100));
+    let now = net.now;
+    net.clients[0].close(now);
+    net.drive_for(Duration::from_secs(1));
+    assert!(net.clients[0].is_closed());
+    assert!(net
+        .server_events
+        .iter()
+        .any(|(_, e)| *e == AppEvent::Closed { error: None }));
+    net.drive_for(Duration::from_millis(1));
+    assert_eq!(net.server.associations().count(), 1);
+}
+
+// An endpoint can also open associations (client role) to another endpoint.
+#[test]
+fn endpoint_to_endpoint() {
+    let cfg = Config::default();
+    let mut a = Endpoint::new(cfg.clone(), client_addr(9), Seed(7), false);
+    let mut b = Endpoint::new(cfg, server_addr(), Seed(8), true);
+    let id = a.connect(Instant::ZERO, server_addr());
+    let mut now = Instant::ZERO;
+    let mut got = Vec::new();
+    for step in 0..50 {
+        now = Instant::from_millis(step * 10);
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+        while let Some(d) = a.poll_transmit(now) {
+            b.handle_datagram(now, d);
+        }
+        while let Some(d) = b.poll_transmit(now) {
+            a.handle_datagram(now, d);
+        }
+        while let Some((i, e)) = a.poll_event() {
+            if i == id && e == AppEvent::Established {
+                a.send(now, id, msg(b"via endpoints")).unwrap();
+            }
+        }
+        while let Some((_, e)) = b.poll_event() {
+            got.push(e);
+        }
+    }
+    let _ = now;
+    assert!(got.contains(&AppEvent::Received {
+        stream: 0,
+        unordered: false,
+        payload: b"via endpoints".to_vec()
+    }));
+}
