@@ -1,0 +1,63 @@
+//! Bad input gets a clear message and a non-zero exit, never a panic.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_thinstream"))
+        .args(args)
+        .output()
+        .expect("binary runs");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn send_rejects_bad_arguments_with_a_reason() {
+    let (code, text) = run(&["send", "--to", "not-an-address"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--to"), "{text}");
+
+    let (code, text) = run(&["send", "--to", "127.0.0.1:9", "--size", "0"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("at least 1 byte"), "{text}");
+
+    let (code, text) = run(&["send", "--to", "127.0.0.1:9", "--interval", "soon"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("duration"), "{text}");
+
+    let (code, text) = run(&["send", "--to", "127.0.0.1:9", "--streams", "0"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+
+    let (code, text) = run(&["send", "--to", "127.0.0.1:9", "--count", "0"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--count"), "{text}");
+}
+
+#[test]
+fn listen_reports_an_unusable_address() {
+    // 192.0.2.1 (TEST-NET-1) is not a local address, so binding fails; no
+    // packet is sent anywhere.
+    let (code, text) = run(&["listen", "--bind", "192.0.2.1:9899"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("cannot bind"), "{text}");
+}
+
+#[test]
+fn send_to_nobody_fails_cleanly() {
+    // Nothing listens on this loopback port: the association cannot come up
+    // and every message counts as lost.
+    let (code, text) = run(&[
+        "send",
+        "--to",
+        "127.0.0.1:1",
+        "--count",
+        "3",
+        "--connect-timeout",
+        "300ms",
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("no association"), "{text}");
+    assert!(text.contains("3 lost"), "{text}");
+}

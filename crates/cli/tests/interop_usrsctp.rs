@@ -1,0 +1,262 @@
+//! Interop with an unmodified SCTP stack: usrsctp's example programs
+//! (Debian `libusrsctp-examples`), over UDP encapsulation (RFC 6951) on
+//! 127.0.0.1.
+//!
+//! Every case runs in a private network namespace with only `lo` up
+//! (`unshare -n`): usrsctp's examples bind every local address and send
+//! heartbeats to each, so nothing may leave the namespace. Needs root and
+//! the usrsctp examples; without them the tests print SKIPPED, and with
+//! THINSTREAM_REQUIRE_INTEROP=1 (set by CI) they fail instead.
+
+use std::path::Path;
+use std::process::Command;
+
+const USRSCTP: &str = "/usr/lib/usrsctp";
+
+fn thinstream() -> &'static str {
+    env!("CARGO_BIN_EXE_thinstream")
+}
+
+/// `Some(reason)` if the interop environment is missing.
+fn missing_prerequisite() -> Option<String> {
+    if !Path::new(USRSCTP).join("echo_server").exists() {
+        return Some(format!(
+            "{USRSCTP}/echo_server not found (apt-get install libusrsctp-examples)"
+        ));
+    }
+    let ok = Command::new("unshare")
+        .args(["-n", "true"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        return Some("cannot create a network namespace (`unshare -n` needs root)".into());
+    }
+    None
+}
+
+/// Runs `script` with bash inside a fresh network namespace whose only
+/// interface is `lo`. Returns stdout+stderr; panics with them on failure.
+fn in_netns(name: &str, script: &str) -> Option<String> {
+    if let Some(why) = missing_prerequisite() {
+        if std::env::var("THINSTREAM_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("interop prerequisite missing: {why}");
+        }
+        eprintln!("SKIPPED {name}: {why}");
+        return None;
+    }
+    let full = format!(
+        "set -u\nip link set lo up\nTS={ts}\nU={USRSCTP}\n{script}",
+        ts = thinstream()
+    );
+    let out = Command::new("timeout")
+        .args(["120", "unshare", "-n", "bash", "-c", &full])
+        .output()
+        .expect("running unshare");
+    let text = format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{name} failed ({}):\n{text}",
+        out.status
+    );
+    Some(text)
+}
+
+fn json_field(text: &str, key: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(text).expect("valid JSON report");
+    v[key].clone()
+}
+
+/// Our sender against usrsctp's echo server: 1000 messages of 1..4000 bytes
+/// (so messages are fragmented), every echo checked byte for byte.
+fn send_to_usrsctp_echo(unordered: bool) {
+    let dir = tempdir();
+    let report = dir.join("send.json");
+    let flag = if unordered { "--unordered" } else { "" };
+    let script = format!(
+        r#"
+$U/echo_server 9899 9900 > {d}/echo.log 2>&1 &
+sleep 0.5
+$TS send --to 127.0.0.1:9899 --bind 127.0.0.1:9900 --sctp-port 7 --count 1000 \
+    --size 1..4000 --interval 1ms --streams 3 {flag} --expect-echo --seed 11 \
+    --json {r} --quiet
+status=$?
+kill %1 2>/dev/null
+exit $status
+"#,
+        d = dir.display(),
+        r = report.display()
+    );
+    let Some(_) = in_netns("send_to_usrsctp_echo", &script) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&report).expect("send wrote its report");
+    assert_eq!(json_field(&text, "sent"), 1000, "{text}");
+    assert_eq!(json_field(&text, "echoed"), 1000, "{text}");
+    assert_eq!(json_field(&text, "corrupted"), 0, "{text}");
+    assert_eq!(json_field(&text, "lost"), 0, "{text}");
+    assert!(json_field(&text, "association_error").is_null(), "{text}");
+}
+
+#[test]
+fn our_send_to_usrsctp_echo_server_ordered() {
+    send_to_usrsctp_echo(false);
+}
+
+#[test]
+fn our_send_to_usrsctp_echo_server_unordered() {
+    send_to_usrsctp_echo(true);
+}
+
+/// usrsctp's interactive client against our echo listener: every line comes back.
+#[test]
+fn usrsctp_client_to_our_echo_listener() {
+    let dir = tempdir();
+    let report = dir.join("listen.json");
+    let script = format!(
+        r#"
+$TS listen --bind 127.0.0.1:9899 --echo --once --json {r} &
+sleep 0.5
+(for i in $(seq 1 100); do echo "message-$i-$(printf '%0*d' $i 0)"; sleep 0.005; done; sleep 1) \
+    | timeout 30 $U/client 127.0.0.1 5000 0 9900 9899 > {d}/client.log 2>&1
+wait
+echo "echoed lines: $(grep -c '^message-' {d}/client.log)"
+"#,
+        d = dir.display(),
+        r = report.display()
+    );
+    let Some(out) = in_netns("usrsctp_client_to_our_echo_listener", &script) else {
+        return;
+    };
+    let client = std::fs::read_to_string(dir.join("client.log")).unwrap();
+    for i in 1..=100 {
+        let line = format!("message-{i}-{}", "0".repeat(i));
+        assert!(
+            client.lines().any(|l| l == line),
+            "line {i} did not come back:\n{out}\n{client}"
+        );
+    }
+    let text = std::fs::read_to_string(&report).expect("listen wrote its report");
+    let assoc = &json_field(&text, "associations")[0];
+    // The client sends what each read of stdin returned, so messages need
+    // not match lines; bytes and echoes must.
+    let stdin_bytes: usize = (1..=100)
+        .map(|i| format!("message-{i}-{}\n", "0".repeat(i)).len())
+        .sum();
+    assert_eq!(assoc["bytes"], stdin_bytes, "{text}");
+    assert_eq!(assoc["echoed"], assoc["messages"], "{text}");
+    assert!(assoc["error"].is_null(), "{text}");
+}
+
+/// usrsctp's tsctp bulk sender against our discard listener: the byte count
+/// received equals what was sent.
+#[test]
+fn usrsctp_tsctp_bulk_to_our_discard_listener() {
+    let dir = tempdir();
+    let report = dir.join("listen.json");
+    let script = format!(
+        r#"
+$TS listen --bind 127.0.0.1:9899 --discard --once --json {r} &
+sleep 0.5
+timeout 60 $U/tsctp -E 9900 -U 9899 -L 127.0.0.1 -p 5000 -n 2000 -l 1200 127.0.0.1 > {d}/tsctp.log 2>&1
+wait
+"#,
+        d = dir.display(),
+        r = report.display()
+    );
+    let Some(_) = in_netns("usrsctp_tsctp_bulk_to_our_discard_listener", &script) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&report).expect("listen wrote its report");
+    let assoc = &json_field(&text, "associations")[0];
+    assert_eq!(assoc["messages"], 2000, "{text}");
+    assert_eq!(assoc["bytes"], 2000 * 1200, "{text}");
+    assert!(assoc["error"].is_null(), "{text}");
+}
+
+/// A capture of a whole exchange shows that we only ever talk to the
+/// address we were given (no address parameters in our INIT, no packets to
+/// anything outside loopback).
+#[test]
+fn we_only_contact_the_given_loopback_address() {
+    if Command::new("tcpdump").arg("--version").output().is_err() {
+        if std::env::var("THINSTREAM_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("tcpdump is missing");
+        }
+        eprintln!("SKIPPED: tcpdump missing");
+        return;
+    }
+    let dir = tempdir();
+    let pcap = dir.join("cap.pcap");
+    let script = format!(
+        r#"
+tcpdump -i lo -U -w {p} udp > /dev/null 2>&1 &
+sleep 0.5
+$TS listen --bind 127.0.0.1:9899 --echo --once &
+sleep 0.3
+$TS send --to 127.0.0.1:9899 --count 20 --interval 5ms --size 200 --expect-echo --seed 3 --quiet
+wait %2
+sleep 0.3
+kill %1
+wait %1 2>/dev/null
+true
+"#,
+        p = pcap.display()
+    );
+    let Some(_) = in_netns("we_only_contact_the_given_loopback_address", &script) else {
+        return;
+    };
+    let out = Command::new("tshark")
+        .args(["-r"])
+        .arg(&pcap)
+        .args([
+            "-d",
+            "udp.port==9899,sctp",
+            "-T",
+            "fields",
+            "-e",
+            "ip.dst",
+            "-e",
+            "ipv6.dst",
+            "-e",
+            "sctp.parameter_type",
+        ])
+        .output()
+        .expect("tshark runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 40, "capture too small:\n{text}");
+    for l in &lines {
+        let mut f = l.split('\t');
+        let v4 = f.next().unwrap_or("");
+        let v6 = f.next().unwrap_or("");
+        assert!(
+            v4 == "127.0.0.1" || v6 == "::1",
+            "packet to a non-loopback address: {l}"
+        );
+        // Parameter types 5 and 6 are IPv4/IPv6 address parameters.
+        let params = f.next().unwrap_or("");
+        assert!(
+            !params
+                .split(',')
+                .any(|p| p == "5" || p == "6" || p == "0x0005" || p == "0x0006"),
+            "an INIT/INIT ACK advertised an address: {l}"
+        );
+    }
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "thinstream-interop-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
