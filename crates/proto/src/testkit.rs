@@ -65,10 +65,21 @@ type Matcher = Box<dyn FnMut(&Packet) -> bool>;
 /// Extra delays of the copies to deliver: empty = drop, one = deliver, two = duplicate.
 pub type Impairment = Box<dyn FnMut(Side, &Packet) -> Vec<Duration>>;
 
+/// What a one-shot rule does to a matching packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleAction {
+    Drop,
+    /// Deliver it this much later than the link delay (reordering).
+    Delay(Duration),
+    /// Deliver it twice, the copy this much later.
+    Duplicate(Duration),
+}
+
 struct DropRule {
     from: Side,
     matcher: Matcher,
     remaining: u32,
+    action: RuleAction,
 }
 
 /// Client and server associations on a virtual link.
@@ -167,10 +178,22 @@ impl Pair {
         times: u32,
         matcher: impl FnMut(&Packet) -> bool + 'static,
     ) {
+        self.act_on_next(from, times, RuleAction::Drop, matcher);
+    }
+
+    /// Apply `action` to the next `times` packets from `from` that match.
+    pub fn act_on_next(
+        &mut self,
+        from: Side,
+        times: u32,
+        action: RuleAction,
+        matcher: impl FnMut(&Packet) -> bool + 'static,
+    ) {
         self.rules.push(DropRule {
             from,
             matcher: Box::new(matcher),
             remaining: times,
+            action,
         });
     }
 
@@ -331,17 +354,21 @@ impl Pair {
             Ok(p) => p,
             Err(e) => panic!("{from:?} sent an unparsable packet: {e:?}"),
         };
-        let mut dropped = false;
+        let mut action = None;
         for r in self.rules.iter_mut() {
             if r.remaining > 0 && r.from == from && (r.matcher)(&packet) {
                 r.remaining -= 1;
-                dropped = true;
+                action = Some(r.action);
                 break;
             }
         }
         self.rules.retain(|r| r.remaining > 0);
-        let copies = if dropped {
-            Vec::new()
+        let copies = if let Some(a) = action {
+            match a {
+                RuleAction::Drop => Vec::new(),
+                RuleAction::Delay(d) => vec![d],
+                RuleAction::Duplicate(d) => vec![Duration::ZERO, d],
+            }
         } else if let Some(f) = self.impair.as_mut() {
             f(from, &packet)
         } else {

@@ -335,3 +335,70 @@ fn small_messages_are_bundled() {
     assert!(data_packets.len() <= 4, "{}", data_packets.len());
     assert_eq!(p.take_received(Side::Server).len(), 40);
 }
+
+// Karn: an RTT sample comes from a chunk sent once, never from a
+// retransmitted one.
+#[test]
+fn karn_no_sample_from_retransmission() {
+    let mut s = traced();
+    s.delayed_sack = DelayedSack::off();
+    let mut c = traced();
+    c.heartbeat = false;
+    let mut p = pair_with(c.clone(), s.clone());
+    p.drop_chunk(Side::Client, chunk_type::DATA, 1);
+    p.send(Side::Client, 0, false, b"retransmitted").unwrap();
+    p.drive_for(Duration::from_secs(3));
+    assert_eq!(p.take_received(Side::Server).len(), 1);
+    assert_eq!(p.client.srtt(), None, "no sample from a retransmission");
+    // A chunk sent once yields RTT = 2 x 50 ms.
+    p.send(Side::Client, 0, false, b"clean").unwrap();
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(p.client.srtt(), Some(Duration::from_millis(100)));
+}
+
+// A duplicated DATA packet is delivered once and reported in the SACK's
+// duplicate TSN list; a delayed (reordered) one is reassembled in order.
+#[test]
+fn duplicate_and_reordered_packets() {
+    use thinstream_proto::testkit::RuleAction;
+    let mut p = pair_with(traced(), traced());
+    p.act_on_next(
+        Side::Client,
+        1,
+        RuleAction::Duplicate(Duration::from_millis(5)),
+        |pkt| pkt.chunks.iter().any(|c| c.kind() == chunk_type::DATA),
+    );
+    p.send(Side::Client, 0, false, b"dup").unwrap();
+    p.drive_for(Duration::from_millis(500));
+    assert_eq!(
+        p.take_received(Side::Server),
+        vec![(0, false, b"dup".to_vec())]
+    );
+    assert_eq!(p.server.stats().duplicate_tsns_received, 1);
+    let dup_reported = p.sent.iter().any(|s| {
+        s.from == Side::Server
+            && s.packet
+                .chunks
+                .iter()
+                .any(|c| matches!(c, Chunk::Sack(x) if !x.duplicate_tsns.is_empty()))
+    });
+    assert!(dup_reported);
+
+    p.act_on_next(
+        Side::Client,
+        1,
+        RuleAction::Delay(Duration::from_millis(30)),
+        |pkt| pkt.chunks.iter().any(|c| c.kind() == chunk_type::DATA),
+    );
+    p.send(Side::Client, 2, false, b"first").unwrap();
+    p.drive_for(Duration::from_millis(5));
+    p.send(Side::Client, 2, false, b"second").unwrap();
+    p.drive_for(Duration::from_millis(500));
+    assert_eq!(
+        p.take_received(Side::Server),
+        vec![
+            (2, false, b"first".to_vec()),
+            (2, false, b"second".to_vec())
+        ]
+    );
+}

@@ -305,3 +305,40 @@ fn peer_restart() {
         vec![(0, false, b"after restart".to_vec())]
     );
 }
+
+// §5.2.4 B: our INIT is lost, the peer's INIT reaches us in COOKIE-WAIT; we
+// answer with our own tag, the peer's COOKIE ECHO carries our tag and a
+// peer tag we did not know yet: the association is set up from it.
+#[test]
+fn collision_case_b() {
+    let c = Config::default().with_trace();
+    let a = Association::connect(
+        c.clone(),
+        Instant::ZERO,
+        client_addr(),
+        server_addr(),
+        Seed(12),
+    );
+    let b = Association::connect(
+        c,
+        Instant::from_millis(1),
+        server_addr(),
+        client_addr(),
+        Seed(13),
+    );
+    let mut p = Pair::from_parts(a, b, Duration::from_millis(50));
+    p.drop_chunk(Side::Client, chunk_type::INIT, 1);
+    p.connect();
+    assert!(
+        p.now < Instant::from_millis(1000),
+        "no T1 retransmission needed"
+    );
+    assert_eq!(p.client.peer_tag(), p.server.local_tag());
+    assert_eq!(p.server.peer_tag(), p.client.local_tag());
+    p.send(Side::Client, 0, false, b"b-case").unwrap();
+    p.drive_for(Duration::from_secs(1));
+    assert_eq!(
+        p.take_received(Side::Server),
+        vec![(0, false, b"b-case".to_vec())]
+    );
+}

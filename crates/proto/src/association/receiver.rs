@@ -286,6 +286,13 @@ impl Association {
             return true;
         }
         let unit = unit as u64;
+        if unit - self.rx.cum_next > u64::from(u16::MAX) {
+            // Beyond what a SACK gap block can describe: far outside any
+            // window the peer could legitimately use (§6.2 drop rule).
+            self.stats.data_dropped_no_buffer += 1;
+            self.discard(now, "data-beyond-window");
+            return true;
+        }
         if d.stream >= self.in_streams {
             // §6.5: acknowledge the TSN, drop the data, report the stream.
             self.control.push_back(Chunk::Error(ErrorChunk {

@@ -474,9 +474,10 @@ impl Association {
                 all_acked: self.tx.nothing_outstanding(),
             };
             let view = self.view(now);
-            let mech = self.config.mechanisms.clone();
             let before = self.cc;
-            mech.cwnd_on_ack(&view, &mut self.cc, &ack);
+            self.config
+                .mechanisms
+                .cwnd_on_ack(&view, &mut self.cc, &ack);
             if before != self.cc {
                 self.record_congestion(now);
             }
@@ -586,10 +587,14 @@ impl Association {
         }
         self.stats.t3_expiries += 1;
         let view = self.view(now);
-        let mech = self.config.mechanisms.clone();
-        mech.cwnd_on_loss(&view, &mut self.cc, LossKind::Timeout);
+        self.config
+            .mechanisms
+            .cwnd_on_loss(&view, &mut self.cc, LossKind::Timeout);
         self.record_congestion(now);
-        let rto = mech.t3_backoff(&view, self.rto.rto, self.config.rto_max);
+        let rto = self
+            .config
+            .mechanisms
+            .t3_backoff(&view, self.rto.rto, self.config.rto_max);
         self.rto.set(rto);
         self.record_rto(now);
         self.tx.fast_recovery = None;

@@ -573,3 +573,38 @@ fn init_in_cookie_echoed() {
     assert_eq!(a.peer_tag(), 0x5555);
     assert!(a.poll_packet(t).is_none());
 }
+
+// The drive contract: handle_timeout before the deadline does nothing.
+#[test]
+fn early_timeout_is_a_no_op() {
+    let mut a = Association::connect(
+        Config::default(),
+        Instant::ZERO,
+        client_addr(),
+        server_addr(),
+        Seed(5),
+    );
+    let _ = a.poll_packet(Instant::ZERO).unwrap();
+    let deadline = a.poll_timeout().unwrap();
+    assert_eq!(deadline, Instant::from_secs(1));
+    a.handle_timeout(Instant::from_millis(999));
+    assert!(a.poll_packet(Instant::from_millis(999)).is_none());
+    assert_eq!(a.poll_timeout(), Some(deadline));
+    a.handle_timeout(deadline);
+    assert!(matches!(
+        a.poll_packet(deadline).unwrap().1.chunks[0],
+        Chunk::Init(_)
+    ));
+    assert_eq!(a.poll_timeout(), Some(Instant::from_secs(3)));
+}
+
+// DATA far beyond the cumulative ack (more than a gap block can express)
+// is dropped, not buffered.
+#[test]
+fn data_far_beyond_window_is_dropped() {
+    let mut f = established_server(Config::default());
+    let t = f.tsn;
+    f.feed(vec![data(t.add(70_000), 0, 0, b"far")]);
+    assert_eq!(f.a.rx.held, 0);
+    assert_eq!(f.cum(), t.prev());
+}
