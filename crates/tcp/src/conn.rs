@@ -128,6 +128,8 @@ pub struct TcpConnection {
     /// Consecutive retransmission timeouts (Linux `icsk_retransmits`).
     pub(crate) retransmits: u32,
     pub(crate) tlp_high_seq: Option<u64>,
+    /// Last ACK sent in answer to an unacceptable ACK (rate limit).
+    pub(crate) last_challenge_ack: Option<Instant>,
     // Timers.
     pub(crate) rtx_timer: Option<(Instant, TimerKind)>,
     pub(crate) reo_timer: Option<Instant>,
@@ -208,6 +210,7 @@ impl TcpConnection {
             force_rtx: false,
             retransmits: 0,
             tlp_high_seq: None,
+            last_challenge_ack: None,
             rtx_timer: None,
             reo_timer: None,
             close_timer: None,

@@ -27,6 +27,19 @@ use thinstream_base::drive::AppEvent;
 use thinstream_base::trace::{Record, SentData, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
+trait ElapsedSince {
+    fn is_none_or_elapsed(&self, now: Instant, gap: Duration) -> bool;
+}
+
+impl ElapsedSince for Option<Instant> {
+    fn is_none_or_elapsed(&self, now: Instant, gap: Duration) -> bool {
+        match self {
+            None => true,
+            Some(t) => now.saturating_duration_since(*t) >= gap,
+        }
+    }
+}
+
 impl TcpConnection {
     fn unit_amount(&self) -> u64 {
         match self.cfg.cwnd_unit {
@@ -64,9 +77,18 @@ impl TcpConnection {
     ) {
         let snd_nxt = self.snd_nxt();
         if ack > snd_nxt {
-            // Acknowledges something never sent (RFC 9293 §3.10.7.4): answer with an ACK.
+            // Acknowledges something never sent (RFC 9293 §3.10.7.4): answer
+            // with an ACK, at most one per 500 ms (Linux
+            // `tcp_invalid_ratelimit`, RFC 5961 §7) so that two desynchronised
+            // endpoints cannot ping-pong ACKs forever.
             self.discard(now, "ack-beyond-snd-nxt");
-            self.rcv.force_ack();
+            let quiet = self
+                .last_challenge_ack
+                .is_none_or_elapsed(now, Duration::from_millis(500));
+            if quiet {
+                self.last_challenge_ack = Some(now);
+                self.rcv.force_ack();
+            }
             return;
         }
         if ack < self.snd_una {
