@@ -144,8 +144,18 @@ impl TcpConfig {
     /// Base profile names accepted by [`TcpConfig::from_profile`].
     pub const BASES: [&'static str; 3] = ["newreno", "linux-2.6.23", "linux-modern"];
     /// Flags accepted after `+` (`all` = `lt+mfr+rdb`; `rdb=N` sets the bundle limit,
-    /// `ltcap=N` the linear-timeout cap).
-    pub const FLAGS: [&'static str; 6] = ["lt", "mfr", "rdb", "all", "rdb=<bytes>", "ltcap=<n>"];
+    /// `ltcap=N` the linear-timeout cap; `nosack` turns SACK off (New Reno),
+    /// `nodelack` acknowledges every segment at once).
+    pub const FLAGS: [&'static str; 8] = [
+        "lt",
+        "mfr",
+        "rdb",
+        "all",
+        "rdb=<bytes>",
+        "ltcap=<n>",
+        "nosack",
+        "nodelack",
+    ];
 
     /// RFC New Reno with SACK: RTO.min 1 s, initial RTO 1 s (RFC 6298), IW per
     /// RFC 3390, delayed ACK 200 ms, no timestamps, cwnd in bytes.
@@ -236,6 +246,8 @@ impl TcpConfig {
                 "lt" => cfg.thin.linear_timeouts = true,
                 "mfr" => cfg.thin.modified_fast_retransmit = true,
                 "rdb" => cfg.thin.rdb = true,
+                "nosack" => cfg.sack = false,
+                "nodelack" => cfg.delayed_ack = None,
                 "all" => {
                     cfg.thin.linear_timeouts = true;
                     cfg.thin.modified_fast_retransmit = true;
@@ -323,7 +335,9 @@ mod tests {
         assert!(c.thin.linear_timeouts && c.thin.modified_fast_retransmit && c.thin.rdb);
         let c = TcpConfig::from_profile("newreno+rdb=700").unwrap();
         assert_eq!(c.thin.rdb_max_bundle_bytes, Some(700));
-        let c = TcpConfig::from_profile("linux-modern").unwrap();
+        let c = TcpConfig::from_profile("linux-2.6.23+nosack+nodelack+lt").unwrap();
+        assert!(!c.sack && c.delayed_ack.is_none() && c.thin.linear_timeouts);
+        let c: TcpConfig = "linux-modern".parse().unwrap();
         assert!(c.rack.is_some());
         assert_eq!(c.initial_window_bytes(1448), 14480);
         assert!(TcpConfig::from_profile("cubic").is_err());

@@ -85,7 +85,8 @@
 //! Flags: `+lt` linear timeouts, `+ltcap=N` linear for N timeouts then
 //! backoff (Linux mainline uses 6), `+mfr` modified fast retransmit, `+rdb`
 //! redundant data bundling, `+rdb=N` with an N-byte packet payload limit,
-//! `+all` = `+lt+mfr+rdb`. All can be set on a [`TcpConfig`] directly.
+//! `+all` = `+lt+mfr+rdb`, `+nosack` (New Reno), `+nodelack` (ACK every
+//! segment). All can be set on a [`TcpConfig`] directly.
 //!
 //! The ACK schedule (RFC 1122 §4.2.3.2, RFC 5681 §4.2, Linux): ACK at once
 //! when more than one segment's worth of data (the size of the last segment)
