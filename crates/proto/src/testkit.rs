@@ -416,6 +416,8 @@ impl Pair {
                 }
                 if let Some((to, d)) = self.in_flight.remove(&(at, seq)) {
                     self.assoc(to).handle_datagram(now, d);
+                    // The drive contract: drain after every input.
+                    self.flush();
                 }
             }
             for side in [Side::Client, Side::Server] {

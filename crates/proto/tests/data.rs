@@ -402,3 +402,53 @@ fn duplicate_and_reordered_packets() {
         ]
     );
 }
+
+fn bulk(loss: f64, seed: u64) -> Pair {
+    let mut p = pair_with(traced(), traced());
+    let mut rng = Seed(seed).rng();
+    p.impair = Some(Box::new(move |_, _| {
+        if rng.chance(loss) {
+            vec![]
+        } else {
+            vec![Duration::ZERO]
+        }
+    }));
+    p.log_packets = false;
+    let chunk = vec![0xA5u8; 8192];
+    let mut sent = 0;
+    while sent < 128 {
+        match p.send(Side::Client, 0, false, &chunk) {
+            Ok(_) => sent += 1,
+            Err(_) => p.drive_for(Duration::from_millis(10)),
+        }
+    }
+    p.drive_until_quiet(Duration::from_secs(2), p.now + Duration::from_secs(120));
+    assert_eq!(p.take_received(Side::Server).len(), 128);
+    p
+}
+
+// A 1 MiB bulk transfer without loss: slow start opens the window, no
+// retransmission, and Max.Burst keeps bursts to 4 packets per input.
+#[test]
+fn bulk_transfer_without_loss() {
+    let p = bulk(0.0, 1);
+    let st = p.client.stats();
+    assert_eq!(st.retransmitted_chunks(), 0);
+    assert!(
+        p.client.congestion().cwnd > 20_000,
+        "{:?}",
+        p.client.congestion()
+    );
+    // 1 MiB at 100 ms RTT with slow start: a few seconds at most.
+    assert!(p.now < Instant::from_secs(10), "{}", p.now);
+}
+
+// Bulk transfer with 1 % loss recovers mostly by fast retransmit.
+#[test]
+fn bulk_transfer_with_loss() {
+    let p = bulk(0.01, 2);
+    let st = p.client.stats();
+    assert!(st.fast_retransmits >= 1, "{st:?}");
+    assert!(st.fast_recoveries >= 1);
+    assert!(st.data_chunks_sent(TxReason::FastRetransmit) >= 1);
+}

@@ -342,3 +342,43 @@ fn collision_case_b() {
         vec![(0, false, b"b-case".to_vec())]
     );
 }
+
+// Both ends close at the same time: SHUTDOWNs cross, both end gracefully.
+#[test]
+fn simultaneous_shutdown() {
+    use thinstream_base::Transport;
+    let mut p = Pair::default_traced(14);
+    p.connect();
+    let now = p.now;
+    p.client.close(now);
+    p.server.close(now);
+    p.drive_for(Duration::from_secs(5));
+    assert_eq!(p.closed(Side::Client), Some(None));
+    assert_eq!(p.closed(Side::Server), Some(None));
+}
+
+// Every SHUTDOWN lost: T2-shutdown retransmits with backoff and gives up
+// after Association.Max.Retrans.
+#[test]
+fn shutdown_retransmissions_exhausted() {
+    use thinstream_base::Transport;
+    let mut c = Config::default().with_trace();
+    c.rto_max = Duration::from_secs(2);
+    let mut p = Pair::new(c, Config::default(), Duration::from_millis(50), Seed(15));
+    p.connect();
+    p.drop_chunk(Side::Client, chunk_type::SHUTDOWN, 1000);
+    let now = p.now;
+    p.client.close(now);
+    p.drive_for(Duration::from_secs(60));
+    let err = p.closed(Side::Client).unwrap().unwrap();
+    assert!(err.contains("shutdown failed"), "{err}");
+    let shutdowns = p
+        .sent
+        .iter()
+        .filter(|s| s.has(chunk_type::SHUTDOWN))
+        .count();
+    assert_eq!(
+        shutdowns, 11,
+        "first SHUTDOWN + Max.Retrans (10) retransmissions"
+    );
+}

@@ -54,17 +54,22 @@ impl Congestion {
             }
             return;
         }
+        // "Fully utilized" (§7.2.1, §7.2.2): not even one more full-sized
+        // packet would have fit, i.e. flight + MTU > cwnd. Comparing flight
+        // >= cwnd exactly would never hold when packets are a little
+        // smaller than the window's remainder.
+        let full = ack.flight_before.saturating_add(self.mtu) > self.cwnd;
         if self.cwnd <= self.ssthresh {
             // §7.2.1: increase by at most min(bytes acked, MTU), only when the
             // window was fully used and the cum ack advanced.
-            if ack.cum_advanced && ack.flight_before >= self.cwnd {
+            if ack.cum_advanced && full {
                 self.cwnd = self.cwnd.saturating_add(ack.bytes_acked.min(self.mtu));
             }
         } else {
             // §7.2.2: partial_bytes_acked grows by every newly acked byte;
             // once it reaches cwnd (and the window was full) cwnd grows by one MTU.
             self.partial_bytes_acked = self.partial_bytes_acked.saturating_add(ack.bytes_acked);
-            if self.partial_bytes_acked >= self.cwnd && ack.flight_before >= self.cwnd {
+            if self.partial_bytes_acked >= self.cwnd && full {
                 self.partial_bytes_acked -= self.cwnd;
                 self.cwnd = self.cwnd.saturating_add(self.mtu);
             }
@@ -113,8 +118,10 @@ mod tests {
         let mut c = Congestion::new(4380, 1472);
         c.rfc_on_ack(&ack(3000, 4380));
         assert_eq!(c.cwnd, 4380 + 1472);
-        // Window not fully used: no growth.
+        // Window not fully used (room for another full packet): no growth.
         c.rfc_on_ack(&ack(3000, 100));
+        assert_eq!(c.cwnd, 4380 + 1472);
+        c.rfc_on_ack(&ack(3000, 5852 - 1472));
         assert_eq!(c.cwnd, 4380 + 1472);
     }
 

@@ -690,7 +690,9 @@ impl Association {
                 live += 1;
                 retransmitted = true;
             }
-            self.tx.rtx_packet_free = false;
+            if retransmitted {
+                self.tx.rtx_packet_free = false;
+            }
         }
 
         let has_new = self.tx.next_unsent < self.tx.chunks.len();
