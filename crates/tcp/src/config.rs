@@ -78,6 +78,9 @@ pub struct TcpConfig {
     pub delayed_ack: Option<Duration>,
     /// Segments acknowledged at once after connection start (Linux quick-ack mode).
     pub quickack_initial: u32,
+    /// Linux `tcp_retrans_collapse`: a retransmission also carries the
+    /// following outstanding, un-SACKed segments up to one MSS.
+    pub retrans_collapse: bool,
     /// RACK-TLP loss detection; `None` uses DupThresh / RFC 6675 `IsLost`.
     pub rack: Option<RackConfig>,
     /// Receive buffer (the advertised window), bytes.
@@ -175,6 +178,7 @@ impl TcpConfig {
             dupthresh: 3,
             delayed_ack: Some(Duration::from_millis(200)),
             quickack_initial: 0,
+            retrans_collapse: false,
             rack: None,
             rcv_buf: 256 * 1024,
             snd_buf: 256 * 1024,
@@ -190,7 +194,9 @@ impl TcpConfig {
     /// The dissertation's baseline (002 §5.2): Linux 2.6.23 New Reno with
     /// SACK and timestamps, RTO.min 200 ms via the RTTVAR floor, initial RTO
     /// 3 s, IW per RFC 3390, cwnd in packets, delayed ACK 40 ms (`TCP_ATO_MIN`)
-    /// with quick-ack mode.
+    /// with quick-ack mode. No retransmission collapsing: 2.6.23 refused to
+    /// collapse segments whose data sat in page fragments (`nr_frags != 0`),
+    /// which is where `tcp_sendmsg` put it on scatter-gather/GSO interfaces.
     pub fn linux_2_6_23() -> TcpConfig {
         TcpConfig {
             name: "linux-2.6.23".into(),
@@ -206,13 +212,14 @@ impl TcpConfig {
     }
 
     /// Current Linux loss recovery (`tcp_recovery=1`, `tcp_early_retrans=3`):
-    /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s. Reno
-    /// congestion control (CUBIC is not modelled).
+    /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
+    /// retransmission collapsing. Reno congestion control (CUBIC is not modelled).
     pub fn linux_modern() -> TcpConfig {
         TcpConfig {
             name: "linux-modern".into(),
             initial_window: InitialWindow::Segments(10),
             initial_rto: Duration::from_secs(1),
+            retrans_collapse: true,
             rack: Some(RackConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),

@@ -110,8 +110,10 @@
 //! - Congestion control is Reno/New Reno AIMD (CUBIC is out of scope); in
 //!   recovery `cwnd = ssthresh` (RFC 6675) rather than rate halving or PRR.
 //!   cwnd grows only when it limited the previous flight (RFC 7661 spirit).
-//! - Linux's retransmission collapsing (`tcp_retrans_collapse`) is not
-//!   modelled; with RDB the retransmission bundling of 002 §4.3.2 is.
+//! - Linux's retransmission collapsing (`retrans_collapse`, on in
+//!   `linux-modern`) puts following segments into a retransmission (traced
+//!   as `BundledOnRetransmit`) but, unlike Linux, keeps them separate in the
+//!   scoreboard; with RDB the retransmission bundling of 002 §4.3.2 applies.
 //! - Timestamps tick in milliseconds (RFC 7323 §4.3 `TS.Recent` rules) and
 //!   give an RTT sample on every ACK of new data, as Linux; without them,
 //!   Karn's rule on the oldest newly acknowledged segment.

@@ -676,7 +676,9 @@ impl TcpConnection {
 
     /// Retransmits scoreboard segment `i` (or probes with it), bundling the
     /// following outstanding segments when RDB (002 §4.3.2) or Linux's
-    /// retransmission collapsing applies.
+    /// retransmission collapsing (`tcp_retrans_try_collapse`) applies. The
+    /// segments stay separate in the scoreboard (Linux merges them, which
+    /// lowers `packets_out`; the model does not).
     pub(crate) fn send_segment(&mut self, now: Instant, i: usize, reason: TxReason) {
         self.stats.retransmissions += 1;
         let (start, mut end, mut fin) = {
@@ -686,8 +688,14 @@ impl TcpConnection {
             s.retrans_out = true;
             (s.start, s.end, s.fin)
         };
-        let limit = self.bundle_limit();
-        if self.cfg.thin.rdb && !fin && reason != TxReason::Probe {
+        // RDB (002 §4.3.2) replaces Linux's collapsing, which is bounded by the MSS.
+        let limit = if self.cfg.thin.rdb {
+            self.bundle_limit()
+        } else {
+            self.mss
+        };
+        let bundle = self.cfg.thin.rdb || self.cfg.retrans_collapse;
+        if bundle && !fin && reason != TxReason::Probe {
             let mut j = i + 1;
             while j < self.sq.rtx.len() {
                 let n = &self.sq.rtx[j];

@@ -120,3 +120,43 @@ fn rack_reordering_timer_marks_the_loss() {
         (at(1027), TxReason::FastRetransmit)
     );
 }
+
+#[test]
+fn modern_linux_collapses_following_segments_into_a_timeout_retransmission() {
+    // Three small segments, all first transmissions lost: the RTO
+    // retransmission of the first carries the other two (Linux
+    // tcp_retrans_try_collapse); the 2.6.23 profile sends them one by one.
+    let run = |cfg: TcpConfig| {
+        let mut net = Net::pair(&cfg, &cfg, ms(10));
+        net.drop_rule = Some(Box::new(|p| {
+            p.from == 0 && p.units.is_some() && p.time >= at(1000) && p.time < at(1100)
+        }));
+        net.run_until(at(1000));
+        for i in 0..3u64 {
+            net.run_until(at(1000 + i));
+            net.send(0, &[i as u8; 100]);
+        }
+        net.run_until(at(5000));
+        assert_eq!(net.rx[1].len(), 300);
+        net.pieces(0)
+            .into_iter()
+            .filter(|(_, d)| d.reason.is_retransmission())
+            .map(|(_, d)| (d.units.start, d.units.end, d.reason))
+            .collect::<Vec<_>>()
+    };
+    let mut modern = TcpConfig::linux_modern();
+    modern.rack = None; // the RTO path, no probe
+    assert_eq!(
+        run(modern),
+        vec![
+            (0, 100, TxReason::TimeoutRetransmit),
+            (100, 300, TxReason::BundledOnRetransmit)
+        ]
+    );
+    let old = run(TcpConfig::linux_2_6_23());
+    assert_eq!(old[0], (0, 100, TxReason::TimeoutRetransmit));
+    assert!(
+        old.iter().all(|x| x.2 == TxReason::TimeoutRetransmit),
+        "{old:?}"
+    );
+}
