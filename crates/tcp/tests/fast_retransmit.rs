@@ -104,3 +104,39 @@ fn new_reno_partial_ack_retransmits_the_next_hole() {
     );
     assert_eq!(net.eps[0].stats().timeouts, 0);
 }
+
+#[test]
+fn limited_transmit_sends_new_data_on_the_first_dupacks() {
+    // RFC 3042 through the pipe: each SACKed segment leaves the pipe, so a
+    // new segment may go even though cwnd (4380 bytes, 3 segments) was full.
+    for sack in [true, false] {
+        let mut cfg = profile("newreno");
+        cfg.sack = sack;
+        let mut net = Net::pair(&cfg, &cfg, ms(50));
+        net.drop_rule = Some(Box::new(|p| p.from == 0 && p.data_index == Some(0)));
+        net.run_until(at(1000));
+        for _ in 0..6 {
+            net.send(0, &[3; 1448]);
+        }
+        net.run_until(at(10_000));
+        assert_eq!(net.rx[1].len(), 6 * 1448);
+        // Segments 2 and 3 arrive at 1050 and draw two dupACKs (1100): the
+        // 4th and 5th segments leave then, before any retransmission.
+        assert_eq!(
+            net.sends_of(0, 3 * 1448)[0],
+            (at(1100), TxReason::New),
+            "sack {sack}"
+        );
+        assert_eq!(
+            net.sends_of(0, 4 * 1448)[0],
+            (at(1100), TxReason::New),
+            "sack {sack}"
+        );
+        // The third dupACK (from segment 4, 1200) triggers fast retransmit.
+        assert_eq!(
+            net.sends_of(0, 0)[1],
+            (at(1200), TxReason::FastRetransmit),
+            "sack {sack}"
+        );
+    }
+}
