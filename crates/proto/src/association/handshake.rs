@@ -703,6 +703,19 @@ impl Association {
     }
 
     pub(crate) fn on_abort(&mut self, now: Instant, a: &AbortChunk) {
+        if self.state == State::ShutdownAckSent {
+            // In SHUTDOWN-ACK-SENT both directions are fully acknowledged
+            // (§9.2: the SHUTDOWN sender had all its data acked, and we sent
+            // SHUTDOWN ACK only after ours was). An ABORT here (typically the
+            // peer's §8.4 answer to a late packet after it already closed)
+            // loses nothing: report a graceful close.
+            self.tracer.record(|| Record::State {
+                time: now,
+                state: "abort-after-shutdown".into(),
+            });
+            self.enter_closed(now, None);
+            return;
+        }
         let why = format!("aborted by peer: {}", cause_names(&a.causes));
         self.enter_closed(now, Some(why));
     }
