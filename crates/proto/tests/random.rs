@@ -26,15 +26,32 @@ struct Outcome {
     server_trace: Vec<Record>,
 }
 
+#[derive(Clone, Copy)]
+struct Params {
+    loss: f64,
+    /// Also send from the server to the client.
+    both_ways: bool,
+    max_len: u64,
+}
+
+const DEFAULT: Params = Params {
+    loss: 0.10,
+    both_ways: false,
+    max_len: 2000,
+};
+
 fn run(seed: u64, messages: usize) -> Outcome {
-    let cfg = Config::default().with_trace();
+    run_with(seed, messages, Config::default().with_trace(), DEFAULT)
+}
+
+fn run_with(seed: u64, messages: usize, cfg: Config, params: Params) -> Outcome {
     let mut p = Pair::new(cfg.clone(), cfg, Duration::from_millis(20), Seed(seed));
     p.log_packets = false;
     let mut link = Seed(seed).derive("link").rng();
     p.impair = Some(Box::new(move |_side, _pkt| {
-        // 10 % loss, 2 % duplication, 5 % of packets delayed by up to
-        // 30 ms extra (reordering).
-        if link.chance(0.10) {
+        // `loss` (default 10 %), 2 % duplication, 5 % of packets delayed by
+        // up to 30 ms extra (reordering).
+        if link.chance(params.loss) {
             return vec![];
         }
         let mut copies = vec![Duration::ZERO];
@@ -51,8 +68,9 @@ fn run(seed: u64, messages: usize) -> Outcome {
     p.connect_within(Duration::from_secs(300));
     let mut work = Seed(seed).derive("workload").rng();
     let mut expected: BTreeMap<u32, (u16, bool)> = BTreeMap::new();
+    let mut back = 0u32;
     for i in 0..messages as u32 {
-        let len = 4 + work.below(2000) as usize;
+        let len = 4 + work.below(params.max_len) as usize;
         let stream = work.below(4) as u16;
         let unordered = work.chance(0.2);
         let mut payload = vec![(i % 251) as u8; len];
@@ -61,20 +79,52 @@ fn run(seed: u64, messages: usize) -> Outcome {
             match p.send(Side::Client, stream, unordered, &payload) {
                 Ok(_) => break,
                 Err(e) => {
-                    assert_eq!(e, thinstream_base::drive::SendError::BufferFull);
+                    assert_eq!(
+                        e,
+                        thinstream_base::drive::SendError::BufferFull,
+                        "seed {seed} at {}: client {:?} {:?}, server {:?} {:?}",
+                        p.now,
+                        p.client.state(),
+                        p.closed(Side::Client),
+                        p.server.state(),
+                        p.closed(Side::Server)
+                    );
                     p.drive_for(Duration::from_millis(10));
                 }
             }
         }
         expected.insert(i, (stream, unordered));
+        if params.both_ways
+            && work.chance(0.5)
+            && p.send(Side::Server, 0, false, &back.to_be_bytes()).is_ok()
+        {
+            back += 1;
+        }
         let gap = Duration::from_micros(work.below(10_000));
         p.drive_for(gap);
     }
     let now = p.now;
     p.client.close(now);
-    let limit = p.now + Duration::from_secs(600);
+    let limit = p.now + Duration::from_secs(3600);
     while !(p.client.is_closed() && p.server.is_closed()) && p.now < limit {
         p.drive_for(Duration::from_secs(1));
+    }
+    if !(p.client.is_closed() && p.server.is_closed()) {
+        eprintln!(
+            "seed {seed} stuck at {}: client {:?} buffered {} flight {} peer_rwnd {} cwnd {:?} rto {}; server {:?} rwnd {} buffered {}\nclient {:?}\nserver {:?}",
+            p.now,
+            p.client.state(),
+            p.client.buffered_send_bytes(),
+            p.client.flight_size(),
+            p.client.peer_rwnd(),
+            p.client.congestion(),
+            p.client.rto(),
+            p.server.state(),
+            p.server.local_rwnd(),
+            p.server.buffered_send_bytes(),
+            p.client.stats(),
+            p.server.stats(),
+        );
     }
     assert_eq!(
         p.closed(Side::Client),
@@ -116,6 +166,16 @@ fn run(seed: u64, messages: usize) -> Outcome {
         seen.values().all(|n| *n == 1),
         "seed {seed}: duplicate delivery"
     );
+    let replies: Vec<u32> = p
+        .take_received(Side::Client)
+        .iter()
+        .map(|m| u32::from_be_bytes(m.2[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        replies,
+        (0..back).collect::<Vec<_>>(),
+        "seed {seed}: replies"
+    );
     check_trace(seed, &p.client_trace, &p.server_trace);
     Outcome {
         client_trace: std::mem::take(&mut p.client_trace),
@@ -130,6 +190,32 @@ fn random_lossy_runs_deliver_exactly_once_in_order() {
     let messages = env_or("RANDOM_MESSAGES", 2000) as usize;
     for seed in 0..seeds {
         run(1000 + seed, messages);
+    }
+}
+
+// Randomized configurations: PMTU, buffers, Nagle, delayed SACK, Max.Burst,
+// loss rates up to 15 %, traffic in both directions.
+#[test]
+fn random_configurations() {
+    let seeds = env_or("RANDOM_CONFIG_SEEDS", 60);
+    for seed in 0..seeds {
+        let mut r = Seed(seed).derive("config").rng();
+        let mut cfg = Config::default().with_trace();
+        cfg.pmtu = 200 + r.below(1300) as usize;
+        cfg.receive_buffer = 4096 + r.below(128 * 1024) as u32;
+        cfg.no_delay = r.chance(0.5);
+        if r.chance(0.3) {
+            cfg.delayed_sack = thinstream_proto::DelayedSack::off();
+        }
+        cfg.max_burst = 1 + r.below(6) as u32;
+        cfg.send_buffer = 16 * 1024 + r.below(256 * 1024) as usize;
+        cfg.max_message_size = 12 * 1024;
+        let params = Params {
+            loss: r.below(16) as f64 / 100.0,
+            both_ways: true,
+            max_len: 1 + r.below(6 * 1024),
+        };
+        run_with(5000 + seed, 300, cfg, params);
     }
 }
 

@@ -304,9 +304,13 @@ impl Association {
         }
         if self.rx.held + d.payload.len() > self.rx.capacity as usize
             && self.rx.highest().is_some_and(|h| unit > h)
+            && unit != self.rx.cum_next
         {
             // §6.2: with no buffer space, drop DATA beyond the highest TSN
-            // received; the sender will retransmit it.
+            // received; the sender will retransmit it. The next in-sequence
+            // TSN is always accepted: without a partial delivery API a
+            // message larger than the free buffer could otherwise never
+            // complete (the buffer would stay full of its fragments).
             self.stats.data_dropped_no_buffer += 1;
             self.rx.due = true;
             return true;
