@@ -59,6 +59,9 @@ pub enum SendError {
     TooLarge { bytes: usize, max: usize },
     /// An empty message (SCTP has no zero-length user messages).
     Empty,
+    /// The transport cannot honour an option of the message (e.g. unordered
+    /// delivery on a TCP byte stream).
+    Unsupported(&'static str),
 }
 
 impl fmt::Display for SendError {
@@ -74,6 +77,7 @@ impl fmt::Display for SendError {
                 write!(f, "message of {bytes} bytes exceeds the limit of {max} bytes")
             }
             SendError::Empty => write!(f, "empty messages cannot be sent"),
+            SendError::Unsupported(what) => write!(f, "not supported by this transport: {what}"),
         }
     }
 }

@@ -915,8 +915,11 @@ impl Transport for TcpConnection {
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
-        if message.stream != 0 || message.unordered {
-            // TCP is one ordered byte stream: stream 0, ordered, only.
+        // TCP is one ordered byte stream: stream 0, ordered, only.
+        if message.unordered {
+            return Err(SendError::Unsupported("unordered delivery over TCP"));
+        }
+        if message.stream != 0 {
             return Err(SendError::InvalidStream {
                 stream: message.stream,
                 streams: 1,

@@ -135,7 +135,7 @@ fn send_rejects_streams_unordered_and_before_connect() {
     ));
     assert!(matches!(
         net.eps[0].send(net.now, msg(0, true)),
-        Err(SendError::InvalidStream { .. })
+        Err(SendError::Unsupported(_))
     ));
     let empty = Outgoing {
         stream: 0,
