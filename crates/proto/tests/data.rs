@@ -452,3 +452,33 @@ fn bulk_transfer_with_loss() {
     assert!(st.fast_recoveries >= 1);
     assert!(st.data_chunks_sent(TxReason::FastRetransmit) >= 1);
 }
+
+// A message larger than the receive buffer still completes (the next
+// fragment of a message under reassembly is accepted beyond the buffer),
+// and a reader that never reads is not overrun by window probes.
+#[test]
+fn message_larger_than_receive_buffer() {
+    let mut s = traced();
+    s.receive_buffer = 4096;
+    let mut p = pair_with(traced(), s);
+    let big = vec![7u8; 10_000];
+    p.send(Side::Client, 0, false, &big).unwrap();
+    p.drive_for(Duration::from_secs(30));
+    assert_eq!(p.take_received(Side::Server), vec![(0, false, big)]);
+
+    p.server_reads = false;
+    for _ in 0..20 {
+        p.send(Side::Client, 0, false, &[1u8; 1000]).unwrap();
+    }
+    p.drive_for(Duration::from_secs(120));
+    assert!(
+        p.server.local_rwnd() < 1000 && p.client.buffered_send_bytes() > 10_000,
+        "stalled"
+    );
+    // Window probes do not grow the buffer past its size.
+    assert!(p.server.held_receive_bytes() <= 4096);
+    assert!(p.client.stats().t3_expiries >= 3, "probing continued");
+    p.server_reads = true;
+    p.drive_for(Duration::from_secs(120));
+    assert_eq!(p.take_received(Side::Server).len(), 20);
+}

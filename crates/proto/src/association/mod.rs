@@ -299,6 +299,11 @@ impl Association {
     pub fn buffered_send_bytes(&self) -> usize {
         self.tx.queued_bytes
     }
+    /// Bytes held by the receiver: under reassembly, waiting for order, or
+    /// delivered but not yet taken with `poll_app`.
+    pub fn held_receive_bytes(&self) -> usize {
+        self.rx.held
+    }
     /// The receive window we would advertise now.
     pub fn local_rwnd(&self) -> u32 {
         self.rx.a_rwnd()

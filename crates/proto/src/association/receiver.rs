@@ -302,15 +302,22 @@ impl Association {
             self.rx.due = true;
             return true;
         }
+        // Without a partial delivery API, a message larger than the free
+        // buffer could never complete once the buffer is full of its
+        // fragments: the next in-sequence fragment of a message under
+        // reassembly is accepted beyond the buffer (by at most one
+        // maximum-size message).
+        let continues_message = unit == self.rx.cum_next
+            && unit > 0
+            && self.rx.reasm.get(&(unit - 1)).is_some_and(|c| !c.ending)
+            && self.rx.held + d.payload.len()
+                <= self.rx.capacity as usize + self.config.max_message_size;
         if self.rx.held + d.payload.len() > self.rx.capacity as usize
             && self.rx.highest().is_some_and(|h| unit > h)
-            && unit != self.rx.cum_next
+            && !continues_message
         {
             // §6.2: with no buffer space, drop DATA beyond the highest TSN
-            // received; the sender will retransmit it. The next in-sequence
-            // TSN is always accepted: without a partial delivery API a
-            // message larger than the free buffer could otherwise never
-            // complete (the buffer would stay full of its fragments).
+            // received; the sender will retransmit it.
             self.stats.data_dropped_no_buffer += 1;
             self.rx.due = true;
             return true;
