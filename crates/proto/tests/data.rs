@@ -482,3 +482,69 @@ fn message_larger_than_receive_buffer() {
     p.drive_for(Duration::from_secs(120));
     assert_eq!(p.take_received(Side::Server).len(), 20);
 }
+
+// T3 expiry: cwnd = 1 MTU, ssthresh = max(cwnd/2, 4 MTU) (§7.2.3).
+#[test]
+fn t3_expiry_collapses_cwnd() {
+    let mut p = pair_with(traced(), traced());
+    p.drop_chunk(Side::Client, chunk_type::DATA, 1);
+    p.send(Side::Client, 0, false, b"x").unwrap();
+    p.drive_for(Duration::from_millis(1100));
+    let cc = p.client.congestion();
+    assert_eq!(cc.cwnd, 1472);
+    assert_eq!(cc.ssthresh, 4 * 1472);
+    assert_eq!(p.client.stats().t3_expiries, 1);
+}
+
+// Two losses in one window: one window reduction (fast recovery is entered
+// once per episode), both chunks fast-retransmitted.
+#[test]
+fn fast_recovery_reduces_once_per_window() {
+    let mut s = traced();
+    s.delayed_sack = DelayedSack::off();
+    let mut p = pair_with(traced(), s);
+    let mut n = 0;
+    p.drop_next(Side::Client, 2, move |pkt| {
+        let data = pkt.chunks.iter().any(|c| c.kind() == chunk_type::DATA);
+        if data {
+            n += 1;
+        }
+        data && (n == 1 || n == 2)
+    });
+    send_spaced(&mut p, 8, Duration::from_millis(2));
+    p.drive_for(Duration::from_millis(800));
+    let st = p.client.stats();
+    assert_eq!(st.fast_recoveries, 1, "{st:?}");
+    assert_eq!(st.data_chunks_sent(TxReason::FastRetransmit), 2, "{st:?}");
+    assert_eq!(st.t3_expiries, 0);
+    assert_eq!(p.take_received(Side::Server).len(), 8);
+}
+
+// Nagle-like bundling (no_delay = false): a small message waits while data
+// is outstanding and goes out with the next one when the SACK arrives.
+#[test]
+fn nagle_holds_small_messages_while_data_is_outstanding() {
+    let mut c = traced();
+    c.no_delay = false;
+    let mut s = traced();
+    s.delayed_sack = DelayedSack::off();
+    let mut p = pair_with(c, s);
+    let t0 = p.now;
+    p.send(Side::Client, 0, false, b"first").unwrap();
+    p.drive_for(Duration::from_millis(10));
+    p.send(Side::Client, 0, false, b"second").unwrap();
+    p.drive_for(Duration::from_millis(10));
+    p.send(Side::Client, 0, false, b"third").unwrap();
+    p.drive_for(Duration::from_millis(500));
+    let times: Vec<(Duration, usize)> = p
+        .sent_by(Side::Client, t0)
+        .iter()
+        .filter(|s| s.has(chunk_type::DATA))
+        .map(|s| (s.at - t0, s.data_tsns().len()))
+        .collect();
+    // "first" at once; the other two together when its SACK returns at 100 ms.
+    assert_eq!(
+        times,
+        vec![(Duration::ZERO, 1), (Duration::from_millis(100), 2)]
+    );
+}

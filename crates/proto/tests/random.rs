@@ -4,7 +4,9 @@
 //! gives an identical trace.
 //!
 //! Size: `RANDOM_SEEDS` (default 200) seeds × `RANDOM_MESSAGES` (default
-//! 2000) messages; a few seconds in the test profile.
+//! 2000) messages, plus `RANDOM_CONFIG_SEEDS` (default 60) randomized
+//! configurations; seconds in the test profile. `RANDOM_SEED_BASE` shifts
+//! the seed ranges to explore new seeds (long sweeps: `--release`).
 
 use std::collections::BTreeMap;
 
@@ -188,7 +190,8 @@ fn run_with(seed: u64, messages: usize, cfg: Config, params: Params) -> Outcome 
 fn random_lossy_runs_deliver_exactly_once_in_order() {
     let seeds = env_or("RANDOM_SEEDS", 200);
     let messages = env_or("RANDOM_MESSAGES", 2000) as usize;
-    for seed in 0..seeds {
+    let base = env_or("RANDOM_SEED_BASE", 0);
+    for seed in base..base + seeds {
         run(1000 + seed, messages);
     }
 }
@@ -198,7 +201,8 @@ fn random_lossy_runs_deliver_exactly_once_in_order() {
 #[test]
 fn random_configurations() {
     let seeds = env_or("RANDOM_CONFIG_SEEDS", 60);
-    for seed in 0..seeds {
+    let base = env_or("RANDOM_SEED_BASE", 0);
+    for seed in base..base + seeds {
         let mut r = Seed(seed).derive("config").rng();
         let mut cfg = Config::default().with_trace();
         cfg.pmtu = 200 + r.below(1300) as usize;
