@@ -382,3 +382,17 @@ fn shutdown_retransmissions_exhausted() {
         "first SHUTDOWN + Max.Retrans (10) retransmissions"
     );
 }
+
+// Nobody listening: the INIT is answered with ABORT (§8.4 rule 3) and the
+// client fails at once instead of retrying for minutes.
+#[test]
+fn connection_refused() {
+    use thinstream_base::Transport;
+    let mut p = Pair::default_traced(16);
+    p.server.close(Instant::ZERO); // stop listening
+    p.server_events.clear();
+    p.drive_for(Duration::from_secs(1));
+    let err = p.closed(Side::Client).unwrap().unwrap();
+    assert!(err.contains("aborted by peer"), "{err}");
+    assert_eq!(p.client.stats().init_retransmits, 0);
+}

@@ -214,7 +214,23 @@ pub(crate) fn ootb_response(local_port: u16, packet: &Packet) -> Option<Packet> 
         Chunk::ShutdownAck => Chunk::ShutdownComplete(ShutdownCompleteChunk { t_bit: true }),
         // Rules 6, 7: SHUTDOWN COMPLETE, COOKIE ACK, ERROR are discarded.
         Chunk::ShutdownComplete(_) | Chunk::CookieAck | Chunk::Error(_) => return None,
-        Chunk::Init(_) | Chunk::CookieEcho(_) => return None,
+        // Rule 3: an INIT nobody will answer gets an ABORT carrying the
+        // INIT's Initiate Tag with the T bit clear ("connection refused").
+        Chunk::Init(init) => {
+            if init.initiate_tag == 0 {
+                return None;
+            }
+            return Some(Packet {
+                src_port: local_port,
+                dst_port: packet.src_port,
+                verification_tag: init.initiate_tag,
+                chunks: vec![Chunk::Abort(AbortChunk {
+                    t_bit: false,
+                    causes: vec![],
+                })],
+            });
+        }
+        Chunk::CookieEcho(_) => return None,
         // Rule 8: ABORT with the T bit and the packet's tag.
         _ => Chunk::Abort(AbortChunk {
             t_bit: true,
