@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod listen;
+mod run;
 mod send;
 mod util;
 
@@ -22,6 +23,8 @@ enum Command {
     Listen(listen::Args),
     /// Send a thin stream of messages to a listener and report latency.
     Send(send::Args),
+    /// Run a scenario file in the simulator and write results.json.
+    Run(run::Args),
     /// Reproduce the documents' experiments in the simulator and write a report.
     Reproduce,
 }
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Listen(args) => listen::main(args),
         Command::Send(args) => send::main(args),
+        Command::Run(args) => run::main(args),
         Command::Reproduce => Err(anyhow::anyhow!(
             "`thinstream reproduce` is not implemented yet: the simulator scenarios and the report \
              are still being built (see the README's status section)"

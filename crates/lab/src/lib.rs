@@ -1,1 +1,44 @@
-//! Experiments as data: scenarios, sweeps, result store, reports.
+//! Experiments as data: scenario files → runs → results.
+//!
+//! A scenario (TOML, [`scenario`]; user docs in `scenarios/README.md`)
+//! names a topology, flows with workloads, the transport variants to
+//! compare, metric options and an optional sweep. [`Plan::new`] expands it
+//! into runs (variant × sweep point × repetition, each with a seed derived
+//! from the master seed), [`run_all`] runs them in parallel (each
+//! `Simulation` is built inside its worker thread; results come back in
+//! run-index order), and [`Results::build`] pools them per variant into the
+//! `results.json` shape (the metrics crate's `Summary`, plus per-point MTT
+//! for loss-position sweeps). [`table::render`] prints the tables.
+//!
+//! Same scenario and seed → byte-identical `results.json` apart from the
+//! `wall_s` fields.
+//!
+//! ```no_run
+//! use thinstream_lab::{run_all, Plan, PlanOptions, Results, RunOptions, Scenario};
+//! let scenario = Scenario::load("scenarios/seeds/000-fig8-uniform.toml".as_ref())?;
+//! let plan = Plan::new(scenario, &PlanOptions::default())?;
+//! println!("{}", plan.describe());
+//! let outcomes = run_all(&plan, &RunOptions::default())?;
+//! let results = Results::build(&plan, &outcomes, 0.0);
+//! println!("{}", thinstream_lab::table::render(&results));
+//! # Ok::<(), thinstream_lab::LabError>(())
+//! ```
+
+mod error;
+pub mod plan;
+pub mod results;
+pub mod runner;
+pub mod scenario;
+pub mod table;
+pub mod transport;
+pub mod wall;
+
+pub use error::LabError;
+pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
+pub use results::{PointResult, Results, VariantResult};
+pub use runner::{run_all, run_one, RunOptions, RunOutcome};
+pub use scenario::{Scenario, SweepParameter, SweepPoint, TransportKind};
+pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
+
+#[cfg(test)]
+mod tests;

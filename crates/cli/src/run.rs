@@ -1,0 +1,145 @@
+//! `thinstream run SCENARIO`: expand a scenario file, run it in the
+//! simulator, print the tables and write `results.json`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context};
+use clap::Args as ClapArgs;
+use thinstream_base::Duration;
+use thinstream_lab::{run_all, wall, Plan, PlanOptions, Results, RunOptions, Scenario};
+
+#[derive(ClapArgs, Debug)]
+pub(crate) struct Args {
+    /// Scenario file (TOML; see scenarios/README.md).
+    pub(crate) scenario: PathBuf,
+    /// Master seed (default: the scenario's `seed`).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Output folder for results.json (default: out/<scenario name>).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Write the pcap capture of one run (the first, or --pcap-run) here.
+    #[arg(long)]
+    pub(crate) pcap: Option<PathBuf>,
+    /// Which run index --pcap captures.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) pcap_run: usize,
+    /// Override the time messages are generated for (e.g. 60s, for CI).
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Override the drain time after message generation stops.
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) drain: Option<Duration>,
+    /// Only these variants (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) variants: Option<Vec<String>>,
+    /// Only these sweep points (comma-separated values as printed).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) points: Option<Vec<String>>,
+    /// Override the number of repetitions.
+    #[arg(long)]
+    pub(crate) repetitions: Option<u32>,
+    /// Worker threads (default: available cores).
+    #[arg(long)]
+    pub(crate) jobs: Option<usize>,
+    /// No progress bar and no run list.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    Duration::parse(s).map_err(|e| e.to_string())
+}
+
+/// The default number of worker threads.
+pub(crate) fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs one scenario and writes its results; returns them (for `reproduce`).
+pub(crate) fn execute(
+    args: &Args,
+    print: &mut dyn FnMut(&str),
+) -> anyhow::Result<(Plan, Results, PathBuf)> {
+    let scenario = Scenario::load(&args.scenario)?;
+    let options = PlanOptions {
+        seed: args.seed,
+        duration: args.duration,
+        drain: args.drain,
+        variants: args.variants.clone(),
+        points: args.points.clone(),
+        repetitions: args.repetitions,
+    };
+    let plan = Plan::new(scenario, &options)?;
+    if args.quiet {
+        print(&format!(
+            "scenario {}: master seed {}, {} run(s)\n",
+            plan.scenario.name,
+            plan.seed.0,
+            plan.runs.len()
+        ));
+    } else {
+        print(&plan.describe());
+    }
+    if plan.runs.is_empty() {
+        return Err(anyhow!(
+            "no variant of {} can run in this build (see UNAVAILABLE above)",
+            plan.scenario.name
+        ));
+    }
+    if args.pcap.is_some() && args.pcap_run >= plan.runs.len() {
+        return Err(anyhow!(
+            "--pcap-run {} but the plan has {} run(s)",
+            args.pcap_run,
+            plan.runs.len()
+        ));
+    }
+    let run_options = RunOptions {
+        jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+        pcap_run: args.pcap.as_ref().map(|_| args.pcap_run),
+    };
+    let started = wall::now();
+    let outcomes = run_all(&plan, &run_options)?;
+    let wall_s = wall::seconds_since(started);
+    let results = Results::build(&plan, &outcomes, wall_s);
+    print(&thinstream_lab::table::render(&results));
+
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("out").join(&plan.scenario.name));
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let json_path = out_dir.join("results.json");
+    std::fs::write(&json_path, results.to_json())
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    print(&format!(
+        "\n{} run(s), {:.1} s simulated each, {:.2} s wall; wrote {}\n",
+        outcomes.len(),
+        results.simulated_s,
+        wall_s,
+        json_path.display()
+    ));
+    if let Some(pcap) = &args.pcap {
+        let bytes = outcomes
+            .iter()
+            .find(|o| o.spec.index == args.pcap_run)
+            .and_then(|o| o.pcap.as_ref())
+            .ok_or_else(|| anyhow!("run {} produced no capture", args.pcap_run))?;
+        std::fs::write(pcap, bytes).with_context(|| format!("cannot write {}", pcap.display()))?;
+        print(&format!(
+            "wrote the capture of run {} to {}\n",
+            args.pcap_run,
+            pcap.display()
+        ));
+    }
+    Ok((plan, results, json_path))
+}
+
+pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
+    execute(&args, &mut |s| print!("{s}"))?;
+    Ok(ExitCode::SUCCESS)
+}

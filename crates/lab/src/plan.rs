@@ -1,0 +1,345 @@
+//! Expansion: a scenario becomes a list of runs, one per
+//! (variant × sweep point × repetition), each with its own seed.
+//!
+//! Seeds (examples-to-follow habit 7): the run seed is
+//! `master.derive("point{p}.rep{r}")`. It does not depend on the variant, so
+//! every variant of one (point, repetition) sees the same link randomness
+//! and workload draws until the transports' behaviour diverges (common
+//! random numbers make variant differences less noisy).
+
+use std::fmt::Write as _;
+
+use thinstream_base::{Duration, Seed};
+
+use crate::error::LabError;
+use crate::scenario::{PeerKind, Scenario, SweepPoint, TransportKind, VariantSpec};
+use crate::transport::{self, PresetIssue, TransportConfig};
+
+/// Command-line adjustments to a scenario.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanOptions {
+    /// Replaces the scenario's master seed.
+    pub seed: Option<u64>,
+    /// Replaces the generation window (`duration`); the drain is kept.
+    pub duration: Option<Duration>,
+    /// Replaces the drain time.
+    pub drain: Option<Duration>,
+    /// Only these variants (by name), in scenario order.
+    pub variants: Option<Vec<String>>,
+    /// Only these sweep points (by label, e.g. `"12"`, `"5%"`).
+    pub points: Option<Vec<String>>,
+    /// Replaces the repetition count.
+    pub repetitions: Option<u32>,
+}
+
+/// A variant with its resolved transport (or why it cannot run).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedVariant {
+    pub spec: VariantSpec,
+    pub transport: TransportKind,
+    /// `Err` = not available in this build (the message says why); the
+    /// variant's runs are skipped and reported as unavailable.
+    pub config: Result<TransportConfig, String>,
+}
+
+/// One simulation to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunSpec {
+    /// Position in the plan; results are ordered by it.
+    pub index: usize,
+    pub variant: usize,
+    /// Index into [`Plan::points`] (`None` without a sweep).
+    pub point: Option<usize>,
+    pub repetition: u32,
+    pub seed: Seed,
+}
+
+/// The expanded scenario.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub scenario: Scenario,
+    pub seed: Seed,
+    /// Messages are generated in `[0, duration)`.
+    pub duration: Duration,
+    /// The run stops at `duration + drain`.
+    pub drain: Duration,
+    pub repetitions: u32,
+    pub variants: Vec<PlannedVariant>,
+    /// Sweep points (empty without a sweep).
+    pub points: Vec<SweepPoint>,
+    /// Fixed-preset configuration of each `[[flows]]` entry (`None`: the variant's).
+    pub fixed: Vec<Option<TransportConfig>>,
+    /// Runs of available variants, in index order.
+    pub runs: Vec<RunSpec>,
+}
+
+impl Plan {
+    /// Expands `scenario` with `options`. Unknown presets, bad overrides and
+    /// selections that match nothing are errors; presets that name a
+    /// mechanism not built yet make their variant unavailable.
+    pub fn new(mut scenario: Scenario, options: &PlanOptions) -> Result<Plan, LabError> {
+        let seed = Seed(options.seed.unwrap_or(scenario.seed));
+        let duration = options.duration.unwrap_or(scenario.duration);
+        if duration.is_zero() {
+            return Err(LabError::Selection("--duration must be positive".into()));
+        }
+        let drain = options.drain.unwrap_or(scenario.drain);
+        let repetitions = options.repetitions.unwrap_or(scenario.repetitions);
+        if repetitions == 0 {
+            return Err(LabError::Selection(
+                "--repetitions must be at least 1".into(),
+            ));
+        }
+
+        if let Some(names) = &options.variants {
+            for n in names {
+                if !scenario.variants.iter().any(|v| &v.name == n) {
+                    return Err(LabError::Selection(format!(
+                        "variant {n:?} is not in the scenario (it has: {})",
+                        scenario
+                            .variants
+                            .iter()
+                            .map(|v| v.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+            scenario.variants.retain(|v| names.contains(&v.name));
+        }
+
+        let mut points = match &scenario.sweep {
+            Some(s) => s.points().map_err(|m| LabError::Invalid {
+                path: scenario.path.clone(),
+                message: m,
+            })?,
+            None => Vec::new(),
+        };
+        if let Some(wanted) = &options.points {
+            if points.is_empty() {
+                return Err(LabError::Selection(
+                    "--points given but the scenario has no [sweep]".into(),
+                ));
+            }
+            for w in wanted {
+                if !points.iter().any(|p| &p.label() == w) {
+                    return Err(LabError::Selection(format!(
+                        "sweep point {w:?} is not in the scenario's sweep"
+                    )));
+                }
+            }
+            points.retain(|p| wanted.contains(&p.label()));
+        }
+
+        // The transport of the measured flows decides a variant's default.
+        let measured_kind = scenario
+            .flows
+            .iter()
+            .find(|f| f.is_measured() && f.preset.is_none())
+            .and_then(|f| f.transport)
+            .unwrap_or(TransportKind::Sctp);
+
+        let mut fixed = Vec::with_capacity(scenario.flows.len());
+        for (i, f) in scenario.flows.iter().enumerate() {
+            fixed.push(match &f.preset {
+                Some(p) => {
+                    let kind = f.transport.unwrap_or(TransportKind::Sctp);
+                    Some(
+                        transport::resolve(kind, p, &Default::default()).map_err(|e| {
+                            LabError::UnknownPreset {
+                                variant: format!("flows[{i}]"),
+                                preset: p.clone(),
+                                reason: e.to_string(),
+                            }
+                        })?,
+                    )
+                }
+                None => None,
+            });
+        }
+
+        let mut variants = Vec::with_capacity(scenario.variants.len());
+        for v in &scenario.variants {
+            let kind = v.transport.unwrap_or(measured_kind);
+            let config = match transport::resolve(kind, &v.preset, &v.overrides) {
+                Ok(c) => Ok(c),
+                Err(PresetIssue::NotAvailable(m)) => Err(m),
+                Err(e) => {
+                    return Err(LabError::UnknownPreset {
+                        variant: v.name.clone(),
+                        preset: v.preset.clone(),
+                        reason: e.to_string(),
+                    })
+                }
+            };
+            variants.push(PlannedVariant {
+                spec: v.clone(),
+                transport: kind,
+                config,
+            });
+        }
+
+        // Echo needs message framing (the echo server answers whole messages).
+        for (i, f) in scenario.flows.iter().enumerate() {
+            if f.peer_kind() == PeerKind::Echo {
+                let tcp_somewhere = match &fixed[i] {
+                    Some(c) => c.kind() == TransportKind::Tcp,
+                    None => variants.iter().any(|v| v.transport == TransportKind::Tcp),
+                };
+                if tcp_somewhere {
+                    return Err(LabError::Invalid {
+                        path: scenario.path.clone(),
+                        message: format!(
+                            "flows[{i}]: an echo peer needs SCTP (message framing); TCP delivers a byte stream"
+                        ),
+                    });
+                }
+            }
+        }
+
+        let mut runs = Vec::new();
+        let point_slots: Vec<Option<usize>> = if points.is_empty() {
+            vec![None]
+        } else {
+            (0..points.len()).map(Some).collect()
+        };
+        for (vi, v) in variants.iter().enumerate() {
+            if v.config.is_err() {
+                continue;
+            }
+            for p in &point_slots {
+                for r in 0..repetitions {
+                    let label = format!("point{}.rep{r}", p.unwrap_or(0));
+                    runs.push(RunSpec {
+                        index: runs.len(),
+                        variant: vi,
+                        point: *p,
+                        repetition: r,
+                        seed: seed.derive(&label),
+                    });
+                }
+            }
+        }
+
+        Ok(Plan {
+            scenario,
+            seed,
+            duration,
+            drain,
+            repetitions,
+            variants,
+            points,
+            fixed,
+            runs,
+        })
+    }
+
+    /// The virtual time at which every run stops.
+    pub fn stop(&self) -> thinstream_base::Instant {
+        thinstream_base::Instant::ZERO + self.duration + self.drain
+    }
+
+    /// The header printed before running: master seed, settings and the
+    /// expanded run list (habit 7: one seed explains a run).
+    pub fn describe(&self) -> String {
+        let s = &self.scenario;
+        let mut out = String::new();
+        let _ = writeln!(out, "scenario {} ({})", s.name, s.path.display());
+        if !s.source.is_empty() {
+            let _ = writeln!(out, "  source: {}", s.source);
+        }
+        let _ = writeln!(out, "master seed {}", self.seed.0);
+        let _ = writeln!(
+            out,
+            "  messages generated for {}, runs stop at {} (drain {}), {} repetition(s)",
+            self.duration,
+            self.duration + self.drain,
+            self.drain,
+            self.repetitions
+        );
+        for (label, link) in s.links() {
+            let _ = writeln!(out, "  link {label}: {}", netem_or_perfect(link));
+        }
+        for (i, f) in s.flows.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  flows[{i}]: {} x {}{}{}, peer {:?}{}",
+                f.count,
+                f.workload.describe(),
+                if f.start.is_zero() {
+                    String::new()
+                } else {
+                    format!(", start {}", f.start)
+                },
+                match &f.preset {
+                    Some(p) => format!(", fixed preset {p}"),
+                    None => String::new(),
+                },
+                f.peer_kind(),
+                if f.is_measured() { ", measured" } else { "" }
+            );
+        }
+        for v in &self.variants {
+            let _ = write!(
+                out,
+                "  variant {}: {} {}",
+                v.spec.name,
+                v.transport.name(),
+                v.spec.preset
+            );
+            if !v.spec.overrides.is_empty() {
+                let _ = write!(
+                    out,
+                    " with {}",
+                    serde_json::to_string(&v.spec.overrides).unwrap_or_default()
+                );
+            }
+            if let Err(why) = &v.config {
+                let _ = write!(out, " -- UNAVAILABLE: {why}");
+            }
+            out.push('\n');
+        }
+        if let Some(sw) = &s.sweep {
+            let _ = writeln!(
+                out,
+                "  sweep {} over {} point(s): {}",
+                sw.parameter.name(),
+                self.points.len(),
+                self.points
+                    .iter()
+                    .map(SweepPoint::label)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let _ = writeln!(out, "{} run(s):", self.runs.len());
+        for r in &self.runs {
+            let _ = writeln!(
+                out,
+                "  run {:>4}: variant {}{}, repetition {}, seed {}",
+                r.index,
+                self.variants[r.variant].spec.name,
+                match r.point {
+                    Some(p) => format!(
+                        ", {} {}",
+                        s.sweep.as_ref().map_or("", |sw| sw.parameter.name()),
+                        self.points[p].label()
+                    ),
+                    None => String::new(),
+                },
+                r.repetition,
+                r.seed.0
+            );
+        }
+        out
+    }
+}
+
+fn netem_or_perfect(link: &thinstream_link::LinkConfig) -> String {
+    let t = link.to_netem();
+    if t.is_empty() {
+        "perfect".into()
+    } else {
+        t
+    }
+}

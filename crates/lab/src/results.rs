@@ -1,0 +1,273 @@
+//! The result store: run outcomes pooled per variant (and per sweep point)
+//! into the JSON written as `results.json`.
+//!
+//! Shape (field order is declaration order; maps are sorted; everything but
+//! `wall_s` is a function of the scenario and seed):
+//!
+//! ```json
+//! {"scenario": "000-fig8-uniform", "description": "...", "source": "...",
+//!  "seed": 1, "simulated_s": 7260.0, "wall_s": 3.2, "repetitions": 1, "runs": 5,
+//!  "latency": "application", "sweep": null,
+//!  "variants": [
+//!    {"name": "linux", "transport": "sctp", "preset": "linux", "available": true,
+//!     "error": null, "runs": 1, "events": 123456, "wall_s": 0.7, "faults": [],
+//!     "messages": 28800, "delivered": 28800, ... (metrics::Summary fields) ...,
+//!     "also": {"ack": {"latency_ms": {...}, "by_retransmissions": [...]}},
+//!     "points": []}
+//!  ],
+//!  "mtt_reduction": null,
+//!  "reference": {...}}
+//! ```
+//!
+//! With a sweep, `points` lists each value with its own pooled summary and,
+//! for `drop-data-packet`, the message transfer time of the message hit by
+//! the drop in every repetition and their median (003 §3 reports the median
+//! of three replications for pattern (i)). `mtt_reduction` then gives, per
+//! variant, `(MTT_baseline − MTT_variant) / MTT_baseline` per point and
+//! averaged over points (003's "average reduction in MTT").
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use thinstream_base::Duration;
+use thinstream_metrics::{median, mtt_reduction, LatencyMs, RetransmissionRow, Summary};
+
+use crate::plan::Plan;
+use crate::runner::RunOutcome;
+use crate::scenario::{Overrides, SweepParameter};
+
+/// The whole `results.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Results {
+    pub scenario: String,
+    pub description: String,
+    pub source: String,
+    pub seed: u64,
+    /// Simulated seconds of one run (generation window + drain).
+    pub simulated_s: f64,
+    /// Wall-clock seconds for all runs (not deterministic).
+    pub wall_s: f64,
+    pub repetitions: u32,
+    pub runs: usize,
+    pub latency: &'static str,
+    pub sweep: Option<SweepInfo>,
+    pub variants: Vec<VariantResult>,
+    pub mtt_reduction: Option<BTreeMap<String, Reduction>>,
+    pub reference: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepInfo {
+    pub parameter: &'static str,
+    pub values: Vec<String>,
+}
+
+/// One variant, pooled over every run of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantResult {
+    pub name: String,
+    pub transport: &'static str,
+    pub preset: String,
+    #[serde(skip_serializing_if = "Overrides::is_empty")]
+    pub overrides: Overrides,
+    pub available: bool,
+    /// Why the variant did not run.
+    pub error: Option<String>,
+    pub runs: usize,
+    pub events: u64,
+    /// Wall-clock seconds summed over this variant's runs (not deterministic).
+    pub wall_s: f64,
+    /// Runs the simulator stopped because a transport misbehaved.
+    pub faults: Vec<String>,
+    #[serde(flatten)]
+    pub summary: Option<Summary>,
+    /// The `[metrics] also` latency kinds.
+    pub also: BTreeMap<String, OtherLatency>,
+    pub points: Vec<PointResult>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OtherLatency {
+    pub latency_ms: Option<LatencyMs>,
+    pub by_retransmissions: Vec<RetransmissionRow>,
+}
+
+/// One sweep point of one variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointResult {
+    pub value: String,
+    pub summary: Summary,
+    /// `drop-data-packet`: MTT of the message hit, per repetition (`null`
+    /// if the run had fewer data packets or the message was not delivered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtt_ms: Option<Vec<Option<f64>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtt_median_ms: Option<f64>,
+}
+
+/// MTT reduction of one variant against the baseline.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reduction {
+    pub baseline: String,
+    /// Mean over the points where both medians exist.
+    pub mean: Option<f64>,
+    pub per_point: Vec<Option<f64>>,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e6
+}
+
+impl Results {
+    /// Pools `outcomes` (in run-index order) per variant and point.
+    pub fn build(plan: &Plan, outcomes: &[RunOutcome], wall_s: f64) -> Results {
+        let s = &plan.scenario;
+        let kind = s.metrics.latency;
+        let drop_sweep = s
+            .sweep
+            .as_ref()
+            .is_some_and(|sw| sw.parameter == SweepParameter::DropDataPacket);
+        let mut variants = Vec::with_capacity(plan.variants.len());
+        for (vi, v) in plan.variants.iter().enumerate() {
+            let mine: Vec<&RunOutcome> = outcomes.iter().filter(|o| o.spec.variant == vi).collect();
+            let flows = mine.iter().flat_map(|o| o.flows.iter());
+            let available = v.config.is_ok();
+            let summary = available.then(|| Summary::pooled(flows.clone(), kind));
+            let also = s
+                .metrics
+                .also
+                .iter()
+                .filter(|k| available && **k != kind)
+                .map(|k| {
+                    let sm = Summary::pooled(flows.clone(), *k);
+                    (
+                        k.name().to_string(),
+                        OtherLatency {
+                            latency_ms: sm.latency_ms,
+                            by_retransmissions: sm.by_retransmissions,
+                        },
+                    )
+                })
+                .collect();
+            let points = plan
+                .points
+                .iter()
+                .enumerate()
+                .filter(|_| available)
+                .map(|(pi, p)| {
+                    let here: Vec<&RunOutcome> = mine
+                        .iter()
+                        .copied()
+                        .filter(|o| o.spec.point == Some(pi))
+                        .collect();
+                    let summary = Summary::pooled(here.iter().flat_map(|o| o.flows.iter()), kind);
+                    let (mtt_ms, mtt_median_ms) = if drop_sweep {
+                        let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
+                        let known: Vec<Duration> = per.iter().flatten().copied().collect();
+                        (
+                            Some(per.iter().map(|m| m.map(ms)).collect()),
+                            median(&known).map(ms),
+                        )
+                    } else {
+                        (None, None)
+                    };
+                    PointResult {
+                        value: p.label(),
+                        summary,
+                        mtt_ms,
+                        mtt_median_ms,
+                    }
+                })
+                .collect();
+            variants.push(VariantResult {
+                name: v.spec.name.clone(),
+                transport: v.transport.name(),
+                preset: v.spec.preset.clone(),
+                overrides: v.spec.overrides.clone(),
+                available,
+                error: v.config.as_ref().err().cloned(),
+                runs: mine.len(),
+                events: mine.iter().map(|o| o.events).sum(),
+                wall_s: mine.iter().map(|o| o.wall_s).sum(),
+                faults: mine
+                    .iter()
+                    .filter_map(|o| {
+                        o.fault
+                            .as_ref()
+                            .map(|f| format!("run {}: {f}", o.spec.index))
+                    })
+                    .collect(),
+                summary,
+                also,
+                points,
+            });
+        }
+        let mtt_reduction = match (&s.metrics.baseline, drop_sweep) {
+            (Some(base), true) => variants
+                .iter()
+                .find(|v| &v.name == base && v.available)
+                .map(|b| {
+                    variants
+                        .iter()
+                        .filter(|v| v.available && v.name != *base)
+                        .map(|v| {
+                            let per_point: Vec<Option<f64>> = b
+                                .points
+                                .iter()
+                                .zip(&v.points)
+                                .map(|(pb, pv)| {
+                                    let std = pb.mtt_median_ms?;
+                                    let imp = pv.mtt_median_ms?;
+                                    mtt_reduction(
+                                        Duration::from_nanos((std * 1e6) as u64),
+                                        Duration::from_nanos((imp * 1e6) as u64),
+                                    )
+                                })
+                                .collect();
+                            let known: Vec<f64> = per_point.iter().flatten().copied().collect();
+                            let mean = (!known.is_empty())
+                                .then(|| known.iter().sum::<f64>() / known.len() as f64);
+                            (
+                                v.name.clone(),
+                                Reduction {
+                                    baseline: base.clone(),
+                                    mean,
+                                    per_point,
+                                },
+                            )
+                        })
+                        .collect()
+                }),
+            _ => None,
+        };
+        Results {
+            scenario: s.name.clone(),
+            description: s.description.clone(),
+            source: s.source.clone(),
+            seed: plan.seed.0,
+            simulated_s: plan.stop().since_epoch().as_secs_f64(),
+            wall_s,
+            repetitions: plan.repetitions,
+            runs: outcomes.len(),
+            latency: kind.name(),
+            sweep: s.sweep.as_ref().map(|sw| SweepInfo {
+                parameter: sw.parameter.name(),
+                values: plan.points.iter().map(|p| p.label()).collect(),
+            }),
+            variants,
+            mtt_reduction,
+            reference: s
+                .reference
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok()),
+        }
+    }
+
+    /// Pretty JSON with a final newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("{{\"error\": \"serialization failed: {e}\"}}"));
+        s.push('\n');
+        s
+    }
+}

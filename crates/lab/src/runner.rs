@@ -1,0 +1,345 @@
+//! Running a plan: each run builds its `Simulation` inside a rayon worker
+//! (a `Simulation` holds boxed transports that are not `Send`; what leaves
+//! the worker is the reduced [`RunOutcome`]), runs it, and reduces the trace
+//! records to per-flow analyses at once, so the records of many runs are
+//! never held together. Outcomes are returned in run-index order whatever
+//! order the workers finish in.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use thinstream_base::trace::{Record, Units};
+use thinstream_base::{Datagram, Duration, Instant};
+use thinstream_link::LinkConfig;
+use thinstream_metrics::{
+    transfer_time_at_loss, AnalysisOptions, AppSend, FlowAnalysis, FlowInput,
+};
+use thinstream_sim::topology::endpoint_addr;
+use thinstream_sim::{
+    Access, App, Dumbbell, Echo, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec, Side,
+    Simulation, Sink, StopReason, Topology,
+};
+use thinstream_workload::Generator;
+
+use crate::error::LabError;
+use crate::plan::{Plan, RunSpec};
+use crate::scenario::{PeerKind, SweepPoint, TopologySpec, TransportKind};
+use crate::transport::TransportConfig;
+use crate::wall;
+
+/// What one run leaves behind.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub spec: RunSpec,
+    /// One analysis per measured flow, in flow order.
+    pub flows: Vec<FlowAnalysis>,
+    /// Simulator events processed.
+    pub events: u64,
+    /// Virtual time at which the run stopped.
+    pub end: Instant,
+    /// Wall-clock seconds of build + run + reduction (not deterministic).
+    pub wall_s: f64,
+    /// Set if a transport misbehaved (the simulator stopped the run).
+    pub fault: Option<String>,
+    /// `drop-data-packet` sweeps: the units in the dropped packet, and the
+    /// transfer time of the message that held its first unit (003 §3).
+    pub dropped_units: Option<Units>,
+    pub mtt: Option<Duration>,
+    /// The capture, if this run was asked for one.
+    pub pcap: Option<Vec<u8>>,
+}
+
+/// How to run a plan.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Worker threads (at least 1).
+    pub jobs: usize,
+    /// Show a progress bar on stderr (drawn only if stderr is a terminal).
+    pub progress: bool,
+    /// Capture a pcap of this run index.
+    pub pcap_run: Option<usize>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            jobs: 1,
+            progress: false,
+            pcap_run: None,
+        }
+    }
+}
+
+/// Runs every run of `plan`; outcomes in index order.
+pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, LabError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+        .map_err(|e| LabError::Selection(format!("cannot start worker threads: {e}")))?;
+    let bar = ProgressBar::with_draw_target(
+        Some(plan.runs.len() as u64),
+        if options.progress {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) =
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} runs {msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let outcomes: Vec<Result<RunOutcome, LabError>> = pool.install(|| {
+        plan.runs
+            .par_iter()
+            .map(|spec| {
+                let out = run_one(plan, spec, options.pcap_run == Some(spec.index));
+                bar.set_message(plan.variants[spec.variant].spec.name.clone());
+                bar.inc(1);
+                out
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    outcomes.into_iter().collect()
+}
+
+/// Builds, runs and reduces one run.
+pub fn run_one(plan: &Plan, spec: &RunSpec, capture: bool) -> Result<RunOutcome, LabError> {
+    let started = wall::now();
+    let run_err = |message: String| LabError::Run {
+        run: spec.index,
+        message,
+    };
+    let variant = &plan.variants[spec.variant];
+    let Ok(variant_config) = &variant.config else {
+        return Err(run_err(format!(
+            "variant {} is not available",
+            variant.spec.name
+        )));
+    };
+    let point = spec.point.map(|p| plan.points[p]);
+    let scenario = &plan.scenario;
+    let topology = build_topology(plan, point);
+    let generation_end = Instant::ZERO + plan.duration;
+
+    let mut flows = Vec::new();
+    // (flow index, transport kind) of every measured flow.
+    let mut measured: Vec<(usize, TransportKind)> = Vec::new();
+    for (e, entry) in scenario.flows.iter().enumerate() {
+        let config: TransportConfig = plan.fixed[e]
+            .clone()
+            .unwrap_or_else(|| variant_config.clone());
+        let kind = config.kind();
+        for _ in 0..entry.count {
+            let i = flows.len();
+            let start = Instant::ZERO + entry.start;
+            let generator = entry
+                .workload
+                .build(
+                    start + entry.app_start,
+                    spec.seed.derive(&format!("workload.flow{i}")),
+                )
+                .map_err(|err| run_err(format!("flows[{e}] workload: {err}")))?;
+            let schedule = generator
+                .into_messages()
+                .take_while(move |m| m.at < generation_end)
+                .map(|m| MessageSpec {
+                    at: m.at,
+                    stream: m.stream,
+                    bytes: m.bytes,
+                    unordered: m.unordered,
+                });
+            let mut source = MessageSource::new(schedule);
+            if kind == TransportKind::Tcp {
+                source = source.with_stream_framing();
+            }
+            let peer: Box<dyn App> = match (entry.peer_kind(), kind) {
+                (PeerKind::Echo, _) => Box::new(Echo::new()),
+                (PeerKind::Sink, TransportKind::Tcp) => Box::new(Sink::stream()),
+                (PeerKind::Sink, TransportKind::Sctp) => Box::new(Sink::messages()),
+            };
+            let (ca, cb) = (config.clone(), config.clone());
+            let a = EndpointSpec {
+                transport: Box::new(move |s| ca.client(s)),
+                app: Box::new(source),
+            };
+            let b = EndpointSpec {
+                transport: Box::new(move |s| cb.server(s)),
+                app: peer,
+            };
+            flows.push(FlowSpec::new(a, b).starting_at(start));
+            if entry.is_measured() {
+                measured.push((i, kind));
+            }
+        }
+    }
+    let port = flows[0].port;
+    let mut sim =
+        Simulation::new(spec.seed, &topology, flows).map_err(|e| run_err(e.to_string()))?;
+    if capture {
+        sim.capture_pcap(thinstream_sim::CapturePoint::Send);
+    }
+    let drop_k = match point {
+        Some(SweepPoint::DropDataPacket(k)) => Some(k),
+        _ => None,
+    };
+    if let Some(k) = drop_k {
+        let (flow, kind) = measured[0];
+        let src = endpoint_addr(flow, Side::A, port);
+        let label = match scenario.topology {
+            TopologySpec::TwoHost { .. } => "link.forward",
+            TopologySpec::Dumbbell { .. } => "link.bottleneck.forward",
+        };
+        let mut seen = 0u64;
+        let predicate = Box::new(move |d: &Datagram| {
+            if d.src != src || !carries_data(kind, &d.payload) {
+                return false;
+            }
+            seen += 1;
+            seen == k
+        });
+        if !sim.set_drop_predicate(label, Some(predicate)) {
+            return Err(run_err(format!("no link {label} to drop on")));
+        }
+    }
+
+    let result = sim.run(plan.stop());
+    let fault = match &result.stop {
+        StopReason::Fault(m) => Some(m.clone()),
+        StopReason::EventLimit => Some("event limit reached".into()),
+        StopReason::StopTime | StopReason::Idle => None,
+    };
+    let options = AnalysisOptions {
+        owd: scenario.metrics.owd.0,
+        summary_latency: scenario.metrics.latency,
+    };
+    let mut analyses = Vec::with_capacity(measured.len());
+    for (flow, _) in &measured {
+        let a = result.endpoint(FlowId(*flow), Side::A);
+        let b = result.endpoint(FlowId(*flow), Side::B);
+        let sends: Vec<AppSend> = a
+            .app
+            .source()
+            .map(|s| {
+                s.app_send_times()
+                    .map(|(message, time)| AppSend { message, time })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let analysis = FlowAnalysis::build(
+            FlowInput {
+                sender: &a.records,
+                receiver: Some(&b.records),
+                app_sends: Some(&sends),
+                duplicate_reports: None,
+            },
+            options,
+        )
+        .map_err(|e| run_err(format!("metrics of flow {flow}: {e}")))?;
+        analyses.push(analysis);
+    }
+    let (dropped_units, mtt) = match drop_k {
+        Some(k) => {
+            let sender = &result.endpoint(FlowId(measured[0].0), Side::A).records;
+            let units = nth_data_packet(sender, k);
+            let mtt = units.and_then(|u| transfer_time_at_loss(&analyses[0], u.start));
+            (units, mtt)
+        }
+        None => (None, None),
+    };
+    Ok(RunOutcome {
+        spec: *spec,
+        flows: analyses,
+        events: result.events,
+        end: result.end,
+        wall_s: wall::seconds_since(started),
+        fault,
+        dropped_units,
+        mtt,
+        pcap: result.pcap,
+    })
+}
+
+/// The topology of one run: the scenario's links with the sweep point applied.
+fn build_topology(plan: &Plan, point: Option<SweepPoint>) -> Topology {
+    let adjust = |link: &LinkConfig| -> LinkConfig {
+        let mut l = link.clone();
+        match point {
+            Some(SweepPoint::Loss(p)) => {
+                l.loss = Some(thinstream_link::LossModel::Bernoulli { p });
+            }
+            Some(SweepPoint::Delay(d)) => l.delay = d,
+            Some(SweepPoint::DropDataPacket(_)) | None => {}
+        }
+        l
+    };
+    match &plan.scenario.topology {
+        TopologySpec::TwoHost { forward, reverse } => Topology::TwoHost {
+            forward: adjust(&forward.0),
+            reverse: adjust(&reverse.as_ref().unwrap_or(forward).0),
+        },
+        TopologySpec::Dumbbell {
+            bottleneck_forward,
+            bottleneck_reverse,
+            access,
+        } => {
+            let n = plan.scenario.flow_count();
+            let access: Vec<Access> = (0..n)
+                .map(|i| {
+                    let spec = access.get(i).or(access.first());
+                    spec.map_or_else(Access::default, |s| Access {
+                        a: s.a.0.clone(),
+                        b: s.b.0.clone(),
+                    })
+                })
+                .collect();
+            Topology::Dumbbell(Dumbbell {
+                bottleneck_forward: adjust(&bottleneck_forward.0),
+                bottleneck_reverse: adjust(
+                    &bottleneck_reverse.as_ref().unwrap_or(bottleneck_forward).0,
+                ),
+                access,
+            })
+        }
+    }
+}
+
+/// Whether a datagram carries user data. SCTP (RFC 9260 §3.2): any chunk
+/// of type 0 (DATA) after the 12-byte common header; TCP: payload beyond
+/// the header length given by the data offset (RFC 9293 §3.1).
+pub fn carries_data(kind: TransportKind, packet: &[u8]) -> bool {
+    match kind {
+        TransportKind::Sctp => {
+            let mut at = 12;
+            while at + 4 <= packet.len() {
+                if packet[at] == 0 {
+                    return true;
+                }
+                let len = usize::from(u16::from_be_bytes([packet[at + 2], packet[at + 3]]));
+                if len < 4 {
+                    return false;
+                }
+                at += (len + 3) & !3;
+            }
+            false
+        }
+        TransportKind::Tcp => {
+            let Some(b) = packet.get(12) else {
+                return false;
+            };
+            packet.len() > usize::from(b >> 4) * 4
+        }
+    }
+}
+
+/// The units of the first data piece of the `k`-th (from 1) packet with
+/// data that a sender's trace records.
+fn nth_data_packet(records: &[Record], k: u64) -> Option<Units> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::PacketSent { data, .. } if !data.is_empty() => Some(data[0].units),
+            _ => None,
+        })
+        .nth(usize::try_from(k.checked_sub(1)?).ok()?)
+}

@@ -1,0 +1,690 @@
+//! Scenario files: the TOML schema, loading with file/line context, and
+//! validation. `scenarios/README.md` is the user-facing description of the
+//! same schema; keep the two in step.
+//!
+//! ```toml
+//! name = "000-fig8-uniform"           # also the default output folder name
+//! description = "..."
+//! source = "000 §6.1 Fig. 8(a)"       # document and section reproduced
+//! duration = "2h"                      # messages are generated in [0, duration)
+//! drain = "60s"                        # then the run continues this long (default 60 s)
+//! seed = 1                             # master seed (default 1; `--seed` overrides)
+//! repetitions = 1                      # runs per variant and sweep point
+//!
+//! [topology]                           # kind = "two-host" | "dumbbell"
+//! kind = "two-host"
+//! forward = "delay 50ms loss 5%"       # netem-like text, or a LinkConfig table
+//! reverse = "delay 50ms loss 5%"       # default: same as forward
+//!
+//! [[flows]]
+//! transport = "sctp"                   # "sctp" (default) | "tcp"
+//! workload = { kind = "constant", iat = "250ms", bytes = 100 }
+//! peer = "sink"                        # "sink" | "echo" (default: what the workload asks for)
+//! count = 1                            # identical flows
+//! start = "0s"
+//! app_start = "0s"                     # workload begins this long after `start`
+//!
+//! [[variants]]
+//! name = "linux"
+//! preset = "linux"                     # transport preset string
+//! overrides = { delayed_sack = false } # optional config overrides
+//!
+//! [metrics]
+//! latency = "application"              # the latency the tables report
+//! owd = "min-observed"                 # "none" | "min-observed" | "drift-corrected" | "50ms"
+//! also = ["ack"]                       # further latency kinds stored in results.json
+//!
+//! [sweep]                              # optional: one parameter varied
+//! parameter = "drop-data-packet"       # | "loss" | "delay"
+//! values = [9, 10, 11]                 # or from = 9, to = 48 (inclusive), step = 1
+//!
+//! [reference]                          # free-form: the documents' numbers, copied to results.json
+//! ```
+//!
+//! Unknown keys are errors, reported with the file, line and column.
+//! Paths inside the file (trace workloads) are relative to the file.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use thinstream_base::{Duration, Probability};
+use thinstream_link::LinkConfig;
+use thinstream_metrics::{LatencyKind, OwdCorrection};
+use thinstream_workload::{serde_duration, PeerBehaviour, WorkloadConfig};
+
+use crate::error::LabError;
+
+fn one_u32() -> u32 {
+    1
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_drain() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// A whole scenario file.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Document and section the scenario reproduces.
+    #[serde(default)]
+    pub source: String,
+    /// Messages are generated while `t < duration`.
+    #[serde(with = "serde_duration")]
+    pub duration: Duration,
+    /// Extra simulated time after `duration` so retransmissions can finish.
+    #[serde(default = "default_drain", with = "serde_duration")]
+    pub drain: Duration,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "one_u32")]
+    pub repetitions: u32,
+    pub topology: TopologySpec,
+    pub flows: Vec<FlowEntry>,
+    pub variants: Vec<VariantSpec>,
+    #[serde(default)]
+    pub metrics: MetricsSpec,
+    #[serde(default)]
+    pub sweep: Option<SweepSpec>,
+    /// The documents' reported numbers (free-form), copied into results.json.
+    #[serde(default)]
+    pub reference: Option<toml::Table>,
+    /// The file this was loaded from (set by [`Scenario::load`]).
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+/// How hosts are connected.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TopologySpec {
+    /// Two hosts, one link per direction shared by every flow.
+    TwoHost {
+        forward: LinkSpec,
+        #[serde(default)]
+        reverse: Option<LinkSpec>,
+    },
+    /// Senders and receivers behind a shared bottleneck.
+    Dumbbell {
+        bottleneck_forward: LinkSpec,
+        #[serde(default)]
+        bottleneck_reverse: Option<LinkSpec>,
+        /// One entry per flow (after `count` expansion), or one entry for all.
+        #[serde(default)]
+        access: Vec<AccessSpec>,
+    },
+}
+
+/// The access links of one dumbbell flow (default: perfect).
+#[derive(Clone, Debug, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    #[serde(default)]
+    pub a: LinkSpec,
+    #[serde(default)]
+    pub b: LinkSpec,
+}
+
+/// One link direction: netem-like text (`"delay 50ms loss 5%"`, see
+/// `thinstream_link::LinkConfig::parse_netem`) or a `LinkConfig` table.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct LinkSpec(pub LinkConfig);
+
+impl<'de> Deserialize<'de> for LinkSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<LinkSpec, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LinkSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("netem-like text such as \"delay 50ms loss 5%\" or a link table")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LinkSpec, E> {
+                LinkConfig::parse_netem(v)
+                    .map(LinkSpec)
+                    .map_err(|e| E::custom(format!("link {v:?}: {e}")))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LinkSpec, A::Error> {
+                LinkConfig::deserialize(de::value::MapAccessDeserializer::new(map)).map(LinkSpec)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Which transport a flow uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    Sctp,
+    Tcp,
+}
+
+impl TransportKind {
+    pub const fn name(self) -> &'static str {
+        match self {
+            TransportKind::Sctp => "sctp",
+            TransportKind::Tcp => "tcp",
+        }
+    }
+}
+
+/// What the receiving application does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PeerKind {
+    Sink,
+    Echo,
+}
+
+/// One `[[flows]]` entry: `count` identical connections.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowEntry {
+    /// Default: the variant's transport, else `sctp`.
+    #[serde(default)]
+    pub transport: Option<TransportKind>,
+    pub workload: WorkloadConfig,
+    #[serde(default)]
+    pub peer: Option<PeerKind>,
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    /// When both endpoints start (the initiator connects then).
+    #[serde(default, with = "serde_duration")]
+    pub start: Duration,
+    /// Delay from `start` to the workload's first message (lets the
+    /// association come up first, so early messages are not held back and
+    /// bundled while it does).
+    #[serde(default, with = "serde_duration")]
+    pub app_start: Duration,
+    /// A fixed preset: the flow ignores the variants (cross traffic).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// Whether the flow's metrics count (default: true unless `preset` is set).
+    #[serde(default)]
+    pub measured: Option<bool>,
+}
+
+impl FlowEntry {
+    pub fn is_measured(&self) -> bool {
+        self.measured.unwrap_or(self.preset.is_none())
+    }
+    pub fn peer_kind(&self) -> PeerKind {
+        self.peer.unwrap_or(match self.workload.peer_behaviour() {
+            PeerBehaviour::Echo => PeerKind::Echo,
+            PeerBehaviour::Sink => PeerKind::Sink,
+        })
+    }
+}
+
+/// One `[[variants]]` entry: a transport configuration to compare.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSpec {
+    pub name: String,
+    /// SCTP: `rfc`, `linux`, `thin`, `linux+lt`, ...; TCP: `newreno`,
+    /// `linux-2.6.23+lt+mfr`, ... (see `transport`).
+    pub preset: String,
+    /// Overrides the flows' transport (e.g. a TCP reference among SCTP variants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportKind>,
+    #[serde(default, skip_serializing_if = "Overrides::is_empty")]
+    pub overrides: Overrides,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+}
+
+/// Config fields a variant may set on top of its preset. Each applies to
+/// SCTP, TCP or both (applying one to the wrong transport is an error).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overrides {
+    /// Both: `false` acknowledges every data packet at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delayed_sack: Option<bool>,
+    /// Both: the delayed SACK / ACK timer (switches delaying on).
+    #[serde(
+        default,
+        with = "serde_duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sack_delay: Option<Duration>,
+    /// Both: initial RTO.
+    #[serde(
+        default,
+        with = "serde_duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rto_initial: Option<Duration>,
+    /// Both: RTO floor.
+    #[serde(
+        default,
+        with = "serde_duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rto_min: Option<Duration>,
+    /// Both: RTO ceiling.
+    #[serde(
+        default,
+        with = "serde_duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rto_max: Option<Duration>,
+    /// Both: missing reports (SCTP) / duplicate ACKs (TCP) before fast retransmit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_retransmit_threshold: Option<u32>,
+    /// SCTP: Max.Burst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_burst: Option<u32>,
+    /// SCTP: heartbeats on/off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<bool>,
+    /// SCTP: Nagle-like hold-back off (`true`, default) or on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_delay: Option<bool>,
+    /// TCP: sender MSS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+}
+
+impl Overrides {
+    pub fn is_empty(&self) -> bool {
+        *self == Overrides::default()
+    }
+}
+
+/// `[metrics]`: what the tables report.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSpec {
+    /// The latency of `latency_ms` and `by_retransmissions` (default application-layer delivery).
+    #[serde(default = "application")]
+    pub latency: LatencyKind,
+    /// One-way-delay correction of delivery latencies.
+    #[serde(default)]
+    pub owd: OwdSpec,
+    /// Further latency kinds stored per variant in results.json.
+    #[serde(default)]
+    pub also: Vec<LatencyKind>,
+    /// The variant that MTT reductions are computed against (003 §3).
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+fn application() -> LatencyKind {
+    LatencyKind::Application
+}
+
+impl Default for MetricsSpec {
+    fn default() -> Self {
+        MetricsSpec {
+            latency: LatencyKind::Application,
+            owd: OwdSpec::default(),
+            also: Vec::new(),
+            baseline: None,
+        }
+    }
+}
+
+/// `owd = "none" | "min-observed" | "drift-corrected" | "<duration>"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwdSpec(pub OwdCorrection);
+
+impl Default for OwdSpec {
+    fn default() -> Self {
+        OwdSpec(OwdCorrection::MinObserved)
+    }
+}
+
+impl<'de> Deserialize<'de> for OwdSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<OwdSpec, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.as_str() {
+            "none" => Ok(OwdSpec(OwdCorrection::None)),
+            "min-observed" => Ok(OwdSpec(OwdCorrection::MinObserved)),
+            // 002 eq. 5.3 uses the first and last 1000 packets.
+            "drift-corrected" => Ok(OwdSpec(OwdCorrection::MinObservedDriftCorrected {
+                window: 1000,
+            })),
+            other => Duration::parse(other)
+                .map(|d| OwdSpec(OwdCorrection::Given(d)))
+                .map_err(|_| {
+                    de::Error::custom(format!(
+                        "owd {other:?}: expected \"none\", \"min-observed\", \"drift-corrected\" or a duration"
+                    ))
+                }),
+        }
+    }
+}
+
+/// Which parameter a sweep varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepParameter {
+    /// Drop exactly the k-th DATA-carrying packet (counted from 1, every
+    /// transmission counts) that the first measured flow's sender puts on
+    /// the forward path (003 §3: "a single packet from the flow was dropped").
+    DropDataPacket,
+    /// Bernoulli loss in percent on both directions (replaces the loss model).
+    Loss,
+    /// One-way propagation delay on both directions (two-host only).
+    Delay,
+}
+
+impl SweepParameter {
+    pub const fn name(self) -> &'static str {
+        match self {
+            SweepParameter::DropDataPacket => "drop-data-packet",
+            SweepParameter::Loss => "loss",
+            SweepParameter::Delay => "delay",
+        }
+    }
+}
+
+/// `[sweep]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    pub parameter: SweepParameter,
+    /// Explicit values: integers for `drop-data-packet`, percent numbers or
+    /// `"5%"` for `loss`, durations for `delay`.
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    /// Integer range `from..=to` (alternative to `values`).
+    #[serde(default)]
+    pub from: Option<u64>,
+    #[serde(default)]
+    pub to: Option<u64>,
+    #[serde(default)]
+    pub step: Option<u64>,
+}
+
+/// One value of a sweep.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SweepPoint {
+    DropDataPacket(u64),
+    Loss(Probability),
+    Delay(Duration),
+}
+
+impl SweepPoint {
+    /// The value as text (results.json, tables, `--points`).
+    pub fn label(&self) -> String {
+        match self {
+            SweepPoint::DropDataPacket(k) => k.to_string(),
+            SweepPoint::Loss(p) => format!("{}%", trim_float(p.get() * 100.0)),
+            SweepPoint::Delay(d) => serde_duration::to_text(*d),
+        }
+    }
+}
+
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+impl SweepSpec {
+    /// The sweep's values in file order.
+    pub fn points(&self) -> Result<Vec<SweepPoint>, String> {
+        let explicit = !self.values.is_empty();
+        let range = self.from.is_some() || self.to.is_some();
+        if explicit == range {
+            return Err("sweep: give either `values` or `from`/`to` (one of them)".into());
+        }
+        if range {
+            let (Some(from), Some(to)) = (self.from, self.to) else {
+                return Err("sweep: `from` and `to` go together".into());
+            };
+            let step = self.step.unwrap_or(1);
+            if step == 0 || to < from {
+                return Err("sweep: need from <= to and step >= 1".into());
+            }
+            if (to - from) / step >= 100_000 {
+                return Err("sweep: more than 100000 points".into());
+            }
+            return (from..=to)
+                .step_by(step as usize)
+                .map(|v| self.point_from_int(v))
+                .collect();
+        }
+        self.values.iter().map(|v| self.point(v)).collect()
+    }
+
+    fn point_from_int(&self, v: u64) -> Result<SweepPoint, String> {
+        self.point(&toml::Value::Integer(i64::try_from(v).unwrap_or(i64::MAX)))
+    }
+
+    fn point(&self, v: &toml::Value) -> Result<SweepPoint, String> {
+        let bad = |what: &str| format!("sweep {}: value {v} is not {what}", self.parameter.name());
+        match self.parameter {
+            SweepParameter::DropDataPacket => match v {
+                toml::Value::Integer(k) if *k >= 1 => Ok(SweepPoint::DropDataPacket(*k as u64)),
+                _ => Err(bad("a packet number >= 1")),
+            },
+            SweepParameter::Loss => {
+                let pct = match v {
+                    toml::Value::Integer(i) => *i as f64,
+                    toml::Value::Float(f) => *f,
+                    toml::Value::String(s) => s
+                        .trim()
+                        .trim_end_matches('%')
+                        .parse::<f64>()
+                        .map_err(|_| bad("a percentage"))?,
+                    _ => return Err(bad("a percentage")),
+                };
+                Probability::new(pct / 100.0)
+                    .map(SweepPoint::Loss)
+                    .ok_or_else(|| bad("a percentage in [0, 100]"))
+            }
+            SweepParameter::Delay => match v {
+                toml::Value::Integer(ms) if *ms >= 0 => {
+                    Ok(SweepPoint::Delay(Duration::from_millis(*ms as u64)))
+                }
+                toml::Value::String(s) => Duration::parse(s)
+                    .map(SweepPoint::Delay)
+                    .map_err(|_| bad("a duration")),
+                _ => Err(bad("a duration")),
+            },
+        }
+    }
+}
+
+/// Most flows a topology can address (sim's `topology::MAX_FLOWS`).
+const MAX_FLOWS: u32 = 254;
+
+impl Scenario {
+    /// Reads, parses and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, LabError> {
+        let text = std::fs::read_to_string(path).map_err(|e| LabError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        Scenario::parse(&text, path)
+    }
+
+    /// Parses and validates scenario text; `path` is used for messages and
+    /// to resolve relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Scenario, LabError> {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| {
+            let (line, column) = match e.span() {
+                Some(span) => {
+                    let (l, c) = line_col(text, span.start);
+                    (Some(l), Some(c))
+                }
+                None => (None, None),
+            };
+            LabError::Parse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: one_line(e.message()),
+            }
+        })?;
+        s.path = path.to_path_buf();
+        let base = path.parent().unwrap_or(Path::new("."));
+        for f in &mut s.flows {
+            f.workload.resolve_paths(base);
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    fn invalid(&self, message: impl Into<String>) -> LabError {
+        LabError::Invalid {
+            path: self.path.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// Checks everything that does not need a transport preset.
+    pub fn validate(&self) -> Result<(), LabError> {
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(self.invalid(format!(
+                "name {:?}: use letters, digits, '-', '_' or '.' (it names the output folder)",
+                self.name
+            )));
+        }
+        if self.duration.is_zero() {
+            return Err(self.invalid("duration must be positive"));
+        }
+        if self.repetitions == 0 {
+            return Err(self.invalid("repetitions must be at least 1"));
+        }
+        if self.flows.is_empty() {
+            return Err(self.invalid("at least one [[flows]] entry is needed"));
+        }
+        let mut total = 0u32;
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.count == 0 {
+                return Err(self.invalid(format!("flows[{i}].count must be at least 1")));
+            }
+            total = total.saturating_add(f.count);
+            if f.workload.produces_flows() {
+                return Err(self.invalid(format!(
+                    "flows[{i}]: workload kind {:?} produces connections (HTTP-like cross \
+                     traffic), which the lab cannot run yet",
+                    f.workload.kind_name()
+                )));
+            }
+            if f.measured == Some(true) && f.preset.is_some() {
+                // Allowed: a measured flow with a fixed preset is compared
+                // across the other flows' variants.
+            }
+        }
+        if total > MAX_FLOWS {
+            return Err(self.invalid(format!(
+                "{total} flows; at most {MAX_FLOWS} can be addressed"
+            )));
+        }
+        if !self.flows.iter().any(FlowEntry::is_measured) {
+            return Err(self.invalid("no flow is measured (set `measured = true` on one)"));
+        }
+        if self.variants.is_empty() {
+            return Err(self.invalid("at least one [[variants]] entry is needed"));
+        }
+        let mut names = BTreeSet::new();
+        for v in &self.variants {
+            if v.name.is_empty() || v.name.contains(',') {
+                return Err(self.invalid(format!(
+                    "variant name {:?}: must be non-empty and contain no ','",
+                    v.name
+                )));
+            }
+            if !names.insert(v.name.as_str()) {
+                return Err(self.invalid(format!("variant {:?} is listed twice", v.name)));
+            }
+        }
+        if let Some(b) = &self.metrics.baseline {
+            if !names.contains(b.as_str()) {
+                return Err(self.invalid(format!("metrics.baseline {b:?} is not a variant")));
+            }
+        }
+        for (label, link) in self.links() {
+            link.validate()
+                .map_err(|e| self.invalid(format!("topology.{label}: {e}")))?;
+        }
+        if let TopologySpec::Dumbbell { access, .. } = &self.topology {
+            if access.len() > 1 && access.len() != total as usize {
+                return Err(self.invalid(format!(
+                    "topology.access lists {} entries for {total} flows: give one per flow or one for all",
+                    access.len()
+                )));
+            }
+        }
+        if let Some(sweep) = &self.sweep {
+            let points = sweep.points().map_err(|m| self.invalid(m))?;
+            if points.is_empty() {
+                return Err(self.invalid("sweep has no values"));
+            }
+            if sweep.parameter == SweepParameter::Delay
+                && !matches!(self.topology, TopologySpec::TwoHost { .. })
+            {
+                return Err(self.invalid("sweep parameter \"delay\" needs a two-host topology"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every configured link with a label, for validation and printing.
+    pub fn links(&self) -> Vec<(String, &LinkConfig)> {
+        match &self.topology {
+            TopologySpec::TwoHost { forward, reverse } => vec![
+                ("forward".into(), &forward.0),
+                ("reverse".into(), &reverse.as_ref().unwrap_or(forward).0),
+            ],
+            TopologySpec::Dumbbell {
+                bottleneck_forward,
+                bottleneck_reverse,
+                access,
+            } => {
+                let mut v = vec![
+                    ("bottleneck_forward".into(), &bottleneck_forward.0),
+                    (
+                        "bottleneck_reverse".into(),
+                        &bottleneck_reverse.as_ref().unwrap_or(bottleneck_forward).0,
+                    ),
+                ];
+                for (i, a) in access.iter().enumerate() {
+                    v.push((format!("access[{i}].a"), &a.a.0));
+                    v.push((format!("access[{i}].b"), &a.b.0));
+                }
+                v
+            }
+        }
+    }
+
+    /// Total number of flows after `count` expansion.
+    pub fn flow_count(&self) -> usize {
+        self.flows.iter().map(|f| f.count as usize).sum()
+    }
+
+    /// The scenario's folder (for relative paths).
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+/// 1-based line and column of byte offset `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}

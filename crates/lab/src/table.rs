@@ -1,0 +1,217 @@
+//! Readable text tables of a [`Results`] for the terminal.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use crate::results::Results;
+
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// Lays out rows with right-aligned columns (the first left-aligned).
+fn layout(header: &[String], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut width = vec![0usize; cols];
+    for r in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |r: &[String], out: &mut String| {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            if i == 0 {
+                let _ = write!(out, "{c:<w$}", w = width[i]);
+            } else {
+                let _ = write!(out, "  {c:>w$}", w = width[i]);
+            }
+        }
+        out.push('\n');
+    };
+    line(header, &mut out);
+    let total: usize = width.iter().sum::<usize>() + 2 * (cols.saturating_sub(1));
+    out.push_str(&"-".repeat(total));
+    out.push('\n');
+    for r in rows {
+        line(r, &mut out);
+    }
+    out
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The per-variant tables: latency, latency by retransmission count,
+/// retransmission reasons; and, for a drop sweep, MTT per position.
+pub fn render(r: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{} latency (ms, one-way delay removed where the kind says so), pooled over {} run(s):",
+        r.latency, r.runs
+    );
+    let header = strings(&[
+        "variant",
+        "messages",
+        "delivered",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "loss %",
+        "tohd %",
+        "spurious",
+        "wall s",
+    ]);
+    let mut rows = Vec::new();
+    for v in &r.variants {
+        let Some(s) = &v.summary else {
+            let mut row = vec![v.name.clone(), "unavailable".into()];
+            row.resize(header.len(), String::new());
+            rows.push(row);
+            continue;
+        };
+        let l = s.latency_ms;
+        rows.push(vec![
+            v.name.clone(),
+            s.messages.to_string(),
+            s.delivered.map_or("-".into(), |d| d.to_string()),
+            cell(l.map(|l| l.mean), 1),
+            cell(l.map(|l| l.p50), 1),
+            cell(l.map(|l| l.p90), 1),
+            cell(l.map(|l| l.p99), 1),
+            cell(l.map(|l| l.p999), 1),
+            cell(l.map(|l| l.max), 1),
+            cell(s.loss_rate.map(|x| x * 100.0), 2),
+            cell(s.tohd.map(|x| x * 100.0), 2),
+            s.spurious.map_or("-".into(), |d| d.to_string()),
+            format!("{:.2}", v.wall_s),
+        ]);
+    }
+    out.push_str(&layout(&header, &rows));
+
+    let _ = writeln!(
+        out,
+        "\n{} latency by retransmissions of the message (count / mean / p99 / max, ms):",
+        r.latency
+    );
+    let header = strings(&["variant", "0", "1", "2", "3+"]);
+    let mut rows = Vec::new();
+    for v in &r.variants {
+        let Some(s) = &v.summary else { continue };
+        let mut row = vec![v.name.clone()];
+        for g in &s.by_retransmissions {
+            row.push(if g.count == 0 {
+                "0".into()
+            } else {
+                format!(
+                    "{} / {} / {} / {}",
+                    g.count,
+                    cell(g.mean_ms, 1),
+                    cell(g.p99_ms, 1),
+                    cell(g.max_ms, 1)
+                )
+            });
+        }
+        rows.push(row);
+    }
+    out.push_str(&layout(&header, &rows));
+
+    // Only reasons some variant used, so the table stays narrow.
+    let used: BTreeSet<&str> = r
+        .variants
+        .iter()
+        .filter_map(|v| v.summary.as_ref())
+        .flat_map(|s| {
+            s.reasons
+                .iter()
+                .filter(|(_, c)| **c > 0)
+                .map(|(k, _)| k.as_str())
+        })
+        .collect();
+    let _ = writeln!(out, "\ndata pieces sent, by reason:");
+    let mut header = vec!["variant".to_string()];
+    header.extend(used.iter().map(|s| s.to_string()));
+    let mut rows = Vec::new();
+    for v in &r.variants {
+        let Some(s) = &v.summary else { continue };
+        let mut row = vec![v.name.clone()];
+        for k in &used {
+            row.push(s.reasons.get(*k).copied().unwrap_or(0).to_string());
+        }
+        rows.push(row);
+    }
+    out.push_str(&layout(&header, &rows));
+
+    if let Some(sw) = &r.sweep {
+        let mtt = r
+            .variants
+            .iter()
+            .any(|v| v.points.iter().any(|p| p.mtt_ms.is_some()));
+        if mtt {
+            let _ = writeln!(
+                out,
+                "\nmessage transfer time of the message hit by the drop (median over repetitions, ms), per {}:",
+                sw.parameter
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "\n{} latency p99 (ms) per {}:",
+                r.latency, sw.parameter
+            );
+        }
+        let avail: Vec<_> = r.variants.iter().filter(|v| v.available).collect();
+        let mut header = vec![sw.parameter.to_string()];
+        header.extend(avail.iter().map(|v| v.name.clone()));
+        let reductions = r.mtt_reduction.as_ref();
+        if let Some(red) = reductions {
+            header.extend(red.keys().map(|k| format!("{k} reduction %")));
+        }
+        let mut rows = Vec::new();
+        for (i, value) in sw.values.iter().enumerate() {
+            let mut row = vec![value.clone()];
+            for v in &avail {
+                let p = &v.points[i];
+                row.push(if mtt {
+                    cell(p.mtt_median_ms, 1)
+                } else {
+                    cell(p.summary.latency_ms.map(|l| l.p99), 1)
+                });
+            }
+            if let Some(red) = reductions {
+                for x in red.values() {
+                    row.push(cell(
+                        x.per_point.get(i).copied().flatten().map(|f| f * 100.0),
+                        1,
+                    ));
+                }
+            }
+            rows.push(row);
+        }
+        out.push_str(&layout(&header, &rows));
+        if let Some(red) = reductions {
+            for (name, x) in red {
+                let _ = writeln!(
+                    out,
+                    "average MTT reduction of {name} vs {}: {}%",
+                    x.baseline,
+                    cell(x.mean.map(|m| m * 100.0), 1)
+                );
+            }
+        }
+    }
+    for v in &r.variants {
+        if let Some(e) = &v.error {
+            let _ = writeln!(out, "variant {} did not run: {e}", v.name);
+        }
+        for f in &v.faults {
+            let _ = writeln!(out, "variant {} FAULT {f}", v.name);
+        }
+    }
+    out
+}
