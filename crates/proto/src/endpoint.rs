@@ -61,6 +61,8 @@ pub struct Endpoint {
     next_id: u64,
     /// Time of the input being processed (for endpoint-level records).
     now_hint: Instant,
+    /// Round-robin position of `poll_transmit`.
+    rr: AssociationId,
 }
 
 impl fmt::Debug for Endpoint {
@@ -95,6 +97,7 @@ impl Endpoint {
             stats: Stats::default(),
             next_id: 0,
             now_hint: Instant::ZERO,
+            rr: AssociationId(0),
         }
     }
 
@@ -349,17 +352,37 @@ impl Endpoint {
         }
     }
 
-    /// The next datagram to send.
+    /// The next datagram to send. Associations take turns (round robin
+    /// by id) so one busy association cannot starve the others.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         if let Some(d) = self.out.pop_front() {
             return Some(d);
         }
-        for a in self.assocs.values_mut() {
+        let start = self.rr;
+        let after = self.assocs.range_mut(start..);
+        let mut served = None;
+        for (id, a) in after {
             if let Some(d) = a.poll_transmit(now) {
-                return Some(d);
+                served = Some((*id, d));
+                break;
             }
         }
-        None
+        if served.is_none() {
+            for (id, a) in self.assocs.range_mut(..start) {
+                if let Some(d) = a.poll_transmit(now) {
+                    served = Some((*id, d));
+                    break;
+                }
+            }
+        }
+        let (id, d) = served?;
+        self.rr = AssociationId(id.0 + 1);
+        Some(d)
+    }
+
+    /// Start or stop answering INITs from unknown peers.
+    pub fn set_accept_incoming(&mut self, accept: bool) {
+        self.accept = accept;
     }
 
     /// The earliest timer of all associations.
