@@ -49,6 +49,9 @@ pub(crate) struct TxChunk {
     pub(crate) fast_retransmitted: bool,
     /// Id of the packet that last carried it (in-flight packet accounting).
     pub(crate) packet: u64,
+    /// Reported received once already (the `Acked` record is written once,
+    /// even if the peer later reneges on a gap ack).
+    pub(crate) acked_once: bool,
 }
 
 impl TxChunk {
@@ -315,6 +318,7 @@ impl Association {
                 missing_reports: 0,
                 fast_retransmitted: false,
                 packet: 0,
+                acked_once: false,
             });
         }
         self.tx.queued_bytes += payload.len();
@@ -384,10 +388,12 @@ impl Association {
             if c.state != ChunkState::GapAcked {
                 self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(c.len());
                 bytes_acked += c.len();
-                self.tracer.record(|| Record::Acked {
-                    time: now,
-                    units: Units::one(c.unit),
-                });
+                if !c.acked_once {
+                    self.tracer.record(|| Record::Acked {
+                        time: now,
+                        units: Units::one(c.unit),
+                    });
+                }
             }
             if let Some((u, at)) = self.tx.rtt_probe {
                 if u == c.unit {
@@ -410,6 +416,7 @@ impl Association {
         // Gap ack blocks: offsets from the (new) cum ack; chunks[0] is cum+1.
         let mut htna: Option<usize> = None;
         let mut highest_reported: Option<usize> = None;
+        let mut blocks: Vec<(usize, usize)> = Vec::with_capacity(sack.gap_blocks.len());
         for g in &sack.gap_blocks {
             if g.start == 0 || g.start > g.end {
                 continue;
@@ -419,6 +426,7 @@ impl Association {
             if lo >= self.tx.next_unsent {
                 continue;
             }
+            blocks.push((lo, hi));
             highest_reported = Some(highest_reported.map_or(hi, |h: usize| h.max(hi)));
             for i in lo..=hi {
                 let st = self.tx.chunks[i].state;
@@ -432,14 +440,18 @@ impl Association {
                 }
                 let c = &mut self.tx.chunks[i];
                 c.state = ChunkState::GapAcked;
+                let first_ack = !c.acked_once;
+                c.acked_once = true;
                 let (unit, len, tx) = (c.unit, c.len(), c.transmissions);
                 self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(len);
                 bytes_acked += len;
                 htna = Some(htna.map_or(i, |h: usize| h.max(i)));
-                self.tracer.record(|| Record::Acked {
-                    time: now,
-                    units: Units::one(unit),
-                });
+                if first_ack {
+                    self.tracer.record(|| Record::Acked {
+                        time: now,
+                        units: Units::one(unit),
+                    });
+                }
                 if let Some((u, at)) = self.tx.rtt_probe {
                     if u == unit {
                         self.tx.rtt_probe = None;
@@ -449,6 +461,10 @@ impl Association {
                     }
                 }
             }
+        }
+
+        if let Some(top) = highest_reported {
+            self.renege(&mut blocks, top);
         }
 
         if bytes_acked > 0 {
@@ -538,6 +554,33 @@ impl Association {
             self.app.push_back(AppEvent::Writable);
         }
         self.check_shutdown_progress(now);
+    }
+
+    /// §6.2.1: the receiver may drop data it gap-acked ("renege"). A
+    /// gap-acked chunk below the highest TSN this SACK reports that no block
+    /// covers any more is outstanding again (in flight, so T3 or fast
+    /// retransmit recovers it). Chunks above the highest reported TSN are
+    /// left alone: a reordered older SACK simply knows less.
+    fn renege(&mut self, blocks: &mut [(usize, usize)], top: usize) {
+        blocks.sort_unstable();
+        let mut b = 0;
+        for i in 0..top.min(self.tx.next_unsent) {
+            while b < blocks.len() && blocks[b].1 < i {
+                b += 1;
+            }
+            let covered = b < blocks.len() && blocks[b].0 <= i;
+            if covered || self.tx.chunks[i].state != ChunkState::GapAcked {
+                continue;
+            }
+            let c = &mut self.tx.chunks[i];
+            c.state = ChunkState::InFlight;
+            c.missing_reports = 0;
+            let (len, id) = (c.len(), c.packet);
+            self.tx.flight += len;
+            self.tx.outstanding_bytes += len;
+            self.tx.in_flight_chunks += 1;
+            *self.tx.packets.entry(id).or_default() += 1;
+        }
     }
 
     /// §7.2.4: mark the reported chunks (and whatever the mechanism adds),

@@ -608,3 +608,77 @@ fn data_far_beyond_window_is_dropped() {
     assert_eq!(f.a.rx.held, 0);
     assert_eq!(f.cum(), t.prev());
 }
+
+// §6.2.1: a gap-acked chunk that a later SACK no longer reports (below its
+// highest reported TSN) is outstanding again and retransmitted on T3.
+#[test]
+fn renege_makes_chunks_outstanding_again() {
+    let (mut a, now) = established_client(Config::default().with_trace());
+    let mut tsns = Vec::new();
+    for payload in [&b"one"[..], b"two", b"three"] {
+        let m = thinstream_base::drive::Outgoing {
+            stream: 0,
+            unordered: false,
+            payload,
+        };
+        a.send(now, m).unwrap();
+        let (_, p) = a.poll_packet(now).unwrap();
+        tsns.extend(p.chunks.iter().filter_map(|c| match c {
+            Chunk::Data(d) => Some(d.tsn),
+            _ => None,
+        }));
+    }
+    let tsns: Vec<Tsn> = tsns;
+    assert_eq!(tsns.len(), 3);
+    let tag = a.local_tag();
+    let sack = |gaps: Vec<GapBlock>| Packet {
+        src_port: 5000,
+        dst_port: 5000,
+        verification_tag: tag,
+        chunks: vec![Chunk::Sack(SackChunk {
+            cum_tsn_ack: tsns[0].prev(),
+            a_rwnd: 100_000,
+            gap_blocks: gaps,
+            duplicate_tsns: vec![],
+        })],
+    };
+    a.handle_packet(
+        now,
+        server_addr(),
+        sack(vec![GapBlock { start: 2, end: 3 }]),
+        32,
+    );
+    assert_eq!(a.flight_size(), 3);
+    a.check_invariants().unwrap();
+    a.handle_packet(
+        now,
+        server_addr(),
+        sack(vec![GapBlock { start: 3, end: 3 }]),
+        32,
+    );
+    assert_eq!(a.flight_size(), 3 + 3, "\"two\" is outstanding again");
+    a.check_invariants().unwrap();
+    // T3 retransmits both unacknowledged chunks.
+    let t3 = a.poll_timeout().unwrap();
+    a.handle_timeout(t3);
+    let (_, p) = a.poll_packet(t3).unwrap();
+    let resent: Vec<Tsn> = p
+        .chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::Data(d) => Some(d.tsn),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resent, vec![tsns[0], tsns[1]]);
+    // Each unit is reported acknowledged at most once in the trace.
+    let mut acked = Vec::new();
+    while let Some(r) = a.poll_trace() {
+        if let thinstream_base::trace::Record::Acked { units, .. } = r {
+            acked.push(units.start);
+        }
+    }
+    let mut dedup = acked.clone();
+    dedup.dedup();
+    assert_eq!(acked, dedup);
+}
