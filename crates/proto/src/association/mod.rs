@@ -1,10 +1,33 @@
 //! One end of one SCTP association (RFC 9260), sans-IO.
 //!
-//! Split by responsibility: [`handshake`] (setup, teardown, collisions,
+//! Split by responsibility: `handshake` (setup, teardown, collisions,
 //! verification-tag exceptions), `sender` (send queue, SACK processing,
 //! retransmission, packetization of DATA), `receiver` (TSN tracking,
 //! reassembly, ordered/unordered delivery, SACK generation), `timers`,
 //! `rto`, [`congestion`].
+//!
+//! # Implementation choices and deviations (RFC 9260 unless noted)
+//!
+//! - Flight size, outstanding bytes and the peer's rwnd count DATA payload
+//!   bytes only (no chunk header overhead).
+//! - "cwnd fully utilized" (§7.2.1, §7.2.2) means flight + MTU > cwnd: no
+//!   further full-sized packet would have fit.
+//! - Max.Burst (§6.1) limits DATA-carrying packets per input event (each
+//!   datagram, timeout or send call is one send opportunity).
+//! - Nagle-like delay (`no_delay = false`) holds new data while data is
+//!   outstanding and less than one full DATA chunk is queued.
+//! - The receiver has no partial delivery API: the next fragment of a
+//!   message under reassembly is accepted beyond the receive buffer, by at
+//!   most `max_message_size`, so large messages cannot deadlock.
+//! - Reneging (§6.2.1) is detected only below the highest TSN a SACK
+//!   reports, so reordered older SACKs do not look like reneging.
+//! - An ABORT received in SHUTDOWN-ACK-SENT (all data in both directions
+//!   acknowledged) is reported as a graceful close.
+//! - Not implemented: T5-shutdown-guard, the optional idle cwnd reset of
+//!   §7.2.1, path MTU discovery (the PMTU is configured), multi-homing,
+//!   sender-side partial reliability (RFC 3758 policies; FORWARD TSN is
+//!   accepted on receive), ECN, the PPID (sent as 0, ignored on receive),
+//!   peer addresses from an INIT on the passive side (not in the cookie).
 
 pub mod congestion;
 mod handshake;
