@@ -31,6 +31,8 @@ struct Outcome {
 #[derive(Clone, Copy)]
 struct Params {
     loss: f64,
+    dup: f64,
+    reorder: f64,
     /// Also send from the server to the client.
     both_ways: bool,
     max_len: u64,
@@ -38,6 +40,8 @@ struct Params {
 
 const DEFAULT: Params = Params {
     loss: 0.10,
+    dup: 0.02,
+    reorder: 0.05,
     both_ways: false,
     max_len: 2000,
 };
@@ -57,11 +61,11 @@ fn run_with(seed: u64, messages: usize, cfg: Config, params: Params) -> Outcome 
             return vec![];
         }
         let mut copies = vec![Duration::ZERO];
-        if link.chance(0.02) {
+        if link.chance(params.dup) {
             copies.push(Duration::from_micros(link.below(10_000)));
         }
         for c in copies.iter_mut() {
-            if link.chance(0.05) {
+            if link.chance(params.reorder) {
                 *c += Duration::from_micros(link.below(30_000));
             }
         }
@@ -215,11 +219,36 @@ fn random_configurations() {
         cfg.send_buffer = 16 * 1024 + r.below(256 * 1024) as usize;
         cfg.max_message_size = 12 * 1024;
         let params = Params {
+            dup: 0.02,
+            reorder: 0.05,
             loss: r.below(16) as f64 / 100.0,
             both_ways: true,
             max_len: 1 + r.below(6 * 1024),
         };
         run_with(5000 + seed, 300, cfg, params);
+    }
+}
+
+// A harsh link: 30 % loss, 10 % duplication, 20 % reordering, both
+// directions (retransmission limits raised so the association does not
+// legitimately give up).
+#[test]
+fn harsh_link() {
+    let seeds = env_or("RANDOM_HARSH_SEEDS", 20);
+    let base = env_or("RANDOM_SEED_BASE", 0);
+    for seed in base..base + seeds {
+        let mut cfg = Config::default().with_trace();
+        cfg.association_max_retrans = 1000;
+        cfg.max_init_retransmits = 1000;
+        cfg.rto_max = Duration::from_secs(4);
+        let params = Params {
+            loss: 0.30,
+            dup: 0.10,
+            reorder: 0.20,
+            both_ways: true,
+            max_len: 3000,
+        };
+        run_with(9000 + seed, 200, cfg, params);
     }
 }
 
