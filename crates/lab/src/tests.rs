@@ -1,1 +1,340 @@
+//! Scenario parsing and validation, expansion, determinism and the drop
+//! sweep, on small scenarios (each run a few simulated seconds).
 
+use std::path::Path;
+
+use crate::plan::{Plan, PlanOptions};
+use crate::results::Results;
+use crate::runner::{carries_data, run_all, RunOptions};
+use crate::scenario::{Scenario, SweepPoint, TransportKind};
+use crate::LabError;
+use thinstream_base::Duration;
+
+const SMALL: &str = r#"
+name = "small"
+duration = "10s"
+drain = "20s"
+seed = 5
+repetitions = 2
+
+[topology]
+kind = "two-host"
+forward = "delay 20ms loss 5%"
+
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+
+[[variants]]
+name = "rfc"
+preset = "rfc"
+overrides = { delayed_sack = false }
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "newreno"
+"#;
+
+fn parse(text: &str) -> Result<Scenario, LabError> {
+    Scenario::parse(text, Path::new("test.toml"))
+}
+
+fn parse_err(text: &str) -> String {
+    match parse(text) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Strips every `wall_s` member (the only non-deterministic field).
+fn without_wall(json: &str) -> String {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("wall_s");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
+    strip(&mut v);
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
+fn run_json(text: &str, options: &PlanOptions, jobs: usize) -> String {
+    let plan = Plan::new(parse(text).unwrap(), options).unwrap();
+    let outcomes = run_all(
+        &plan,
+        &RunOptions {
+            jobs,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    Results::build(&plan, &outcomes, 1.0).to_json()
+}
+
+// A small file parses; the reverse link defaults to the forward one.
+#[test]
+fn small_scenario_parses_with_defaults() {
+    let s = parse(SMALL).unwrap();
+    assert_eq!(s.name, "small");
+    assert_eq!(s.duration, Duration::from_secs(10));
+    assert_eq!(s.flows[0].count, 1);
+    assert!(s.flows[0].is_measured());
+    let links = s.links();
+    assert_eq!(links[0].1, links[1].1);
+    assert_eq!(links[0].1.delay, Duration::from_millis(20));
+}
+
+// Unknown keys are errors that name the file, line and key.
+#[test]
+fn unknown_keys_are_reported_with_line() {
+    let text = SMALL.replace("repetitions = 2", "repetitions = 2\ncolour = \"red\"");
+    let e = parse_err(&text);
+    assert!(e.starts_with("test.toml:7:"), "{e}");
+    assert!(e.contains("colour"), "{e}");
+
+    let text = SMALL.replace(
+        "overrides = { delayed_sack = false }",
+        "overrides = { delay_sack = false }",
+    );
+    let e = parse_err(&text);
+    assert!(e.contains("delay_sack"), "{e}");
+    assert!(e.starts_with("test.toml:18:"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+}
+
+// Bad values and inconsistent files get one clear line each.
+#[test]
+fn validation_errors() {
+    let e = parse_err(&SMALL.replace("delay 20ms loss 5%", "delay 20 loss 5%"));
+    assert!(e.contains("link"), "{e}");
+    let e = parse_err(&SMALL.replace("name = \"tcp\"", "name = \"rfc\""));
+    assert!(e.contains("listed twice"), "{e}");
+    let e = parse_err(&SMALL.replace("repetitions = 2", "repetitions = 0"));
+    assert!(e.contains("repetitions"), "{e}");
+    let e = parse_err(&format!("{SMALL}\n[metrics]\nbaseline = \"nope\"\n"));
+    assert!(e.contains("baseline"), "{e}");
+    let e = parse_err(&format!("{SMALL}\n[sweep]\nparameter = \"loss\"\n"));
+    assert!(e.contains("values"), "{e}");
+    let e = parse_err(&format!(
+        "{SMALL}\n[sweep]\nparameter = \"drop-data-packet\"\nvalues = [0]\n"
+    ));
+    assert!(e.contains(">= 1"), "{e}");
+    let e = parse_err(&SMALL.replace(
+        "{ kind = \"constant\", iat = \"100ms\", bytes = 100 }",
+        "{ kind = \"http\" }",
+    ));
+    assert!(e.contains("cannot run yet"), "{e}");
+    let missing = Scenario::load(Path::new("/nonexistent/scenario.toml")).unwrap_err();
+    assert!(matches!(missing, LabError::Read { .. }), "{missing}");
+}
+
+// A typo in a preset stops the plan; a known but unbuilt mechanism only skips its variant.
+#[test]
+fn unknown_presets_fail_unavailable_ones_are_skipped() {
+    let typo = parse(&SMALL.replace("preset = \"newreno\"", "preset = \"newrenoo\"")).unwrap();
+    let e = Plan::new(typo, &PlanOptions::default()).unwrap_err();
+    assert!(matches!(e, LabError::UnknownPreset { .. }), "{e}");
+    assert!(e.to_string().contains("newrenoo"), "{e}");
+
+    let text = SMALL.replace("preset = \"rfc\"", "preset = \"rfc+er-packet\"");
+    let plan = Plan::new(parse(&text).unwrap(), &PlanOptions::default()).unwrap();
+    match &plan.variants[0].config {
+        // Once thinstream_proto parses presets, the variant simply runs.
+        Ok(_) => assert_eq!(plan.runs.len(), 4),
+        Err(why) => {
+            assert!(why.contains("not available"), "{why}");
+            assert!(plan.runs.iter().all(|r| r.variant == 1));
+            assert_eq!(plan.runs.len(), 2);
+            assert!(plan.describe().contains("UNAVAILABLE"));
+        }
+    }
+}
+
+// variants x points x repetitions; the seed depends on point and repetition only.
+#[test]
+fn expansion_and_seeds() {
+    let text = format!("{SMALL}\n[sweep]\nparameter = \"loss\"\nvalues = [1, \"2.5%\", 5]\n");
+    let plan = Plan::new(parse(&text).unwrap(), &PlanOptions::default()).unwrap();
+    assert_eq!(plan.points.len(), 3);
+    assert_eq!(plan.points[1].label(), "2.5%");
+    assert_eq!(plan.runs.len(), 2 * 3 * 2);
+    for (i, r) in plan.runs.iter().enumerate() {
+        assert_eq!(r.index, i);
+    }
+    let rfc0 = plan
+        .runs
+        .iter()
+        .find(|r| r.variant == 0 && r.point == Some(1) && r.repetition == 1);
+    let tcp0 = plan
+        .runs
+        .iter()
+        .find(|r| r.variant == 1 && r.point == Some(1) && r.repetition == 1);
+    assert_eq!(rfc0.unwrap().seed, tcp0.unwrap().seed);
+    let mut seeds: Vec<u64> = plan
+        .runs
+        .iter()
+        .filter(|r| r.variant == 0)
+        .map(|r| r.seed.0)
+        .collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    assert_eq!(seeds.len(), 6, "every (point, repetition) has its own seed");
+    assert_eq!(plan.variants[1].transport, TransportKind::Tcp);
+
+    let narrowed = Plan::new(
+        parse(&text).unwrap(),
+        &PlanOptions {
+            variants: Some(vec!["tcp".into()]),
+            points: Some(vec!["5%".into()]),
+            repetitions: Some(1),
+            seed: Some(99),
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(narrowed.runs.len(), 1);
+    assert_eq!(
+        narrowed.points,
+        vec![SweepPoint::Loss(
+            thinstream_base::Probability::new(0.05).unwrap()
+        )]
+    );
+    assert_eq!(narrowed.seed.0, 99);
+    let e = Plan::new(
+        parse(&text).unwrap(),
+        &PlanOptions {
+            variants: Some(vec!["quic".into()]),
+            ..PlanOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("quic"), "{e}");
+}
+
+// Same seed: identical results.json apart from wall_s, whatever the thread count; another seed differs.
+#[test]
+fn results_are_deterministic() {
+    let a = run_json(SMALL, &PlanOptions::default(), 1);
+    let b = run_json(SMALL, &PlanOptions::default(), 2);
+    assert_eq!(without_wall(&a), without_wall(&b));
+    let c = run_json(
+        SMALL,
+        &PlanOptions {
+            seed: Some(6),
+            ..PlanOptions::default()
+        },
+        2,
+    );
+    assert_ne!(without_wall(&a), without_wall(&c));
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    for variant in v["variants"].as_array().unwrap() {
+        // 10 s of 100 ms messages, twice; reliable transports deliver all.
+        assert_eq!(variant["messages"], 200, "{variant}");
+        assert_eq!(variant["delivered"], 200, "{variant}");
+        let loss = variant["loss_rate"].as_f64().unwrap();
+        assert!(loss > 0.0 && loss < 0.2, "{loss}");
+    }
+}
+
+// One drop at data packet k: exactly that message is retransmitted and its MTT recorded.
+#[test]
+fn drop_sweep_hits_one_packet_and_measures_mtt() {
+    let text = r#"
+name = "drop"
+duration = "3s"
+drain = "5s"
+[topology]
+kind = "two-host"
+forward = "delay 15ms rate 2000kbit"
+[[flows]]
+workload = { kind = "bursts", pattern = "static", burst-size = 4, gap = "200ms", intra-gap = "10us", bursts = 4, bytes = 200 }
+app_start = "1s"
+[[variants]]
+name = "rfc"
+preset = "rfc"
+overrides = { rto_min = "100ms", rto_initial = "200ms", rto_max = "400ms", sack_delay = "40ms" }
+[metrics]
+baseline = "rfc"
+[sweep]
+parameter = "drop-data-packet"
+values = [5, 8]
+"#;
+    let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    assert_eq!(outcomes.len(), 2);
+    for o in &outcomes {
+        let f = &o.flows[0];
+        assert_eq!(f.messages().len(), 16);
+        let rtx: Vec<_> = f
+            .messages()
+            .iter()
+            .filter(|m| m.retransmissions > 0)
+            .collect();
+        assert_eq!(rtx.len(), 1, "exactly the dropped message is retransmitted");
+        let units = o.dropped_units.unwrap();
+        assert!(rtx[0].units.start <= units.start && units.start < rtx[0].units.end);
+        let mtt = o.mtt.unwrap();
+        // Recovery takes at least the 100 ms RTO floor or a fast retransmit round trip.
+        assert!(mtt > Duration::from_millis(30), "{mtt}");
+        assert!(mtt < Duration::from_secs(2), "{mtt}");
+    }
+    // The first of a burst (5) recovers faster than the last (8): 003 §4.1.
+    assert!(outcomes[0].mtt.unwrap() < outcomes[1].mtt.unwrap());
+    let r = Results::build(&plan, &outcomes, 0.0);
+    assert!(r.variants[0].points[0].mtt_median_ms.is_some());
+    assert!(
+        r.mtt_reduction.as_ref().unwrap().is_empty(),
+        "no variant besides the baseline"
+    );
+}
+
+// DATA detection on raw packets: SCTP by chunk type, TCP by payload beyond the header.
+#[test]
+fn data_detection() {
+    let mut sctp = vec![0u8; 12];
+    // SACK chunk (type 3), 16 bytes.
+    sctp.extend_from_slice(&[3, 0, 0, 16]);
+    sctp.extend_from_slice(&[0; 12]);
+    assert!(!carries_data(TransportKind::Sctp, &sctp));
+    // DATA chunk (type 0) after it.
+    sctp.extend_from_slice(&[0, 3, 0, 17]);
+    sctp.extend_from_slice(&[0; 13]);
+    assert!(carries_data(TransportKind::Sctp, &sctp));
+    // A zero chunk length ends the walk.
+    assert!(!carries_data(
+        TransportKind::Sctp,
+        &[0u8; 12]
+            .iter()
+            .chain(&[1, 0, 0, 0])
+            .copied()
+            .collect::<Vec<_>>()
+    ));
+    let mut tcp = vec![0u8; 20];
+    tcp[12] = 5 << 4;
+    assert!(!carries_data(TransportKind::Tcp, &tcp));
+    tcp.push(42);
+    assert!(carries_data(TransportKind::Tcp, &tcp));
+    assert!(!carries_data(TransportKind::Tcp, &[0u8; 4]));
+}
+
+// The seed scenarios in the repository parse and expand.
+#[test]
+fn repository_scenarios_parse() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            let plan = Plan::new(s, &PlanOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!plan.variants.is_empty());
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "found {n} scenarios in {}", dir.display());
+}

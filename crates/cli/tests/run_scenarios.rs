@@ -1,0 +1,213 @@
+//! `thinstream run` on the repository's seed scenarios with short
+//! durations: the command succeeds, prints the seed and run list first,
+//! writes results.json with the documented fields, and the numbers are
+//! sane. Bad input is one line on stderr and exit status 2.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/seeds")
+        .join(name)
+}
+
+fn out_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("thinstream-run-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_thinstream"))
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn read_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+/// Checks the documented per-variant fields of an available variant.
+fn check_variant(v: &serde_json::Value) {
+    for key in [
+        "name",
+        "messages",
+        "delivered",
+        "latency_ms",
+        "by_retransmissions",
+        "reasons",
+        "spurious",
+        "tohd",
+        "loss_rate",
+        "wall_s",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key} in {v}");
+    }
+    for key in ["mean", "p50", "p90", "p99", "p999", "max"] {
+        assert!(
+            v["latency_ms"][key].as_f64().is_some(),
+            "latency_ms.{key} in {v}"
+        );
+    }
+    let l = &v["latency_ms"];
+    assert!(l["p50"].as_f64().unwrap() >= 0.0);
+    assert!(l["p50"].as_f64().unwrap() <= l["p99"].as_f64().unwrap());
+    assert!(l["p99"].as_f64().unwrap() <= l["max"].as_f64().unwrap());
+    let rows = v["by_retransmissions"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["retransmissions"], i as u64);
+        for key in ["count", "mean_ms", "p50_ms", "p99_ms", "max_ms"] {
+            assert!(r.get(key).is_some(), "missing {key} in {r}");
+        }
+    }
+    let counted: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+    assert_eq!(
+        Some(counted),
+        v["delivered"].as_u64(),
+        "every delivered message is in a group"
+    );
+    // Reliable transports: everything submitted is delivered.
+    assert_eq!(v["delivered"], v["messages"], "{v}");
+    assert!(v["messages"].as_u64().unwrap() > 0);
+}
+
+// 000 Fig. 8 for 60 simulated seconds: fields present, all delivered, loss near the configured 5%.
+#[test]
+fn fig8_short_run() {
+    let dir = out_dir("fig8");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("000-fig8-uniform.toml").to_str().unwrap(),
+        "--duration",
+        "60s",
+        "--drain",
+        "30s",
+        "--out",
+        dir.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    // The seed and the run list come before the tables.
+    let seed_at = stdout.find("master seed 1").expect("seed printed");
+    let runs_at = stdout.find("run(s):").expect("run list printed");
+    let table_at = stdout.find("latency (ms").expect("table printed");
+    assert!(seed_at < runs_at && runs_at < table_at, "{stdout}");
+
+    let j = read_json(&dir);
+    assert_eq!(j["scenario"], "000-fig8-uniform");
+    assert_eq!(j["seed"], 1);
+    assert_eq!(j["simulated_s"], 90.0);
+    assert!(j["wall_s"].as_f64().is_some());
+    assert!(j["reference"].is_object(), "reference data copied");
+    let variants = j["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 6);
+    let mut ran = 0;
+    let (mut sent, mut lost_weighted) = (0.0, 0.0);
+    for v in variants {
+        if v["available"] == false {
+            assert!(
+                v["error"].as_str().unwrap().contains("not available"),
+                "{v}"
+            );
+            continue;
+        }
+        ran += 1;
+        check_variant(v);
+        // 60 s of one message every 250 ms.
+        assert_eq!(v["messages"], 240, "{v}");
+        let m = v["messages"].as_f64().unwrap();
+        sent += m;
+        lost_weighted += v["loss_rate"].as_f64().unwrap() * m;
+    }
+    assert!(ran >= 1, "at least the TCP reference runs");
+    let loss = lost_weighted / sent;
+    assert!(
+        (0.01..0.12).contains(&loss),
+        "loss {loss} far from the configured 5%"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// 003 with three loss positions: MTT per position, first-of-burst faster than last.
+#[test]
+fn static_bursts_subset() {
+    let dir = out_dir("003");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("003-static-bursts.toml").to_str().unwrap(),
+        "--points",
+        "9,12,13",
+        "--repetitions",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("message transfer time"), "{stdout}");
+    let j = read_json(&dir);
+    assert_eq!(j["sweep"]["parameter"], "drop-data-packet");
+    assert_eq!(j["sweep"]["values"], serde_json::json!(["9", "12", "13"]));
+    let standard = j["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "standard")
+        .unwrap();
+    check_variant(standard);
+    let points = standard["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    let mtt: Vec<f64> = points
+        .iter()
+        .map(|p| p["mtt_median_ms"].as_f64().expect("MTT measured"))
+        .collect();
+    // 003 §4.1: the first message of a burst (9, 13) recovers faster than the fourth (12).
+    assert!(mtt[0] < mtt[1] && mtt[2] < mtt[1], "{mtt:?}");
+    // Nothing recovers faster than a round trip (2 x 15 ms) or slower than RTO_max + RTT.
+    assert!(mtt.iter().all(|m| (30.0..1000.0).contains(m)), "{mtt:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// Errors are one line on stderr with exit status 2.
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    let dir = out_dir("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\nduration = \"1s\"\nwat = 1\n").unwrap();
+    for args in [
+        vec!["run", "/nonexistent/scenario.toml"],
+        vec!["run", bad.to_str().unwrap()],
+        vec![
+            "run",
+            scenario("003-static-bursts.toml").to_str().unwrap(),
+            "--variants",
+            "nope",
+        ],
+        vec![
+            "run",
+            scenario("003-static-bursts.toml").to_str().unwrap(),
+            "--points",
+            "999",
+        ],
+    ] {
+        let (code, _stdout, stderr) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("thinstream: error:"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let (_, _, stderr) = run(&["run", bad.to_str().unwrap()]);
+    assert!(stderr.contains("bad.toml:3:"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
