@@ -95,6 +95,9 @@ pub struct Config {
     pub max_message_size: usize,
     /// Initial cwnd in bytes; `None` = §7.2.1: min(4*MTU, max(2*MTU, 4380)).
     pub initial_cwnd: Option<u32>,
+    /// §7.2.1 (SHOULD): halve cwnd (not below 4*MTU) per RTO without DATA
+    /// sent, applied when sending resumes.
+    pub idle_cwnd_decay: bool,
     /// Local SCTP port (common header).
     pub local_port: u16,
     /// Peer SCTP port used by `connect` (pion/sctp uses 5000/5000).
@@ -129,6 +132,7 @@ impl Default for Config {
             send_buffer: 1024 * 1024,
             max_message_size: 256 * 1024,
             initial_cwnd: None,
+            idle_cwnd_decay: true,
             local_port: 5000,
             remote_port: 5000,
             trace: false,

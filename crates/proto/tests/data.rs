@@ -548,3 +548,16 @@ fn nagle_holds_small_messages_while_data_is_outstanding() {
         vec![(Duration::ZERO, 1), (Duration::from_millis(100), 2)]
     );
 }
+
+// §7.2.1: after idle periods the window decays towards 4 MTU.
+#[test]
+fn idle_cwnd_decay() {
+    let mut p = bulk(0.0, 3);
+    let before = p.client.congestion().cwnd;
+    assert!(before > 8 * 1472);
+    // Idle for 10 s (several RTOs), then send again.
+    p.drive_for(Duration::from_secs(10));
+    p.send(Side::Client, 0, false, b"after idle").unwrap();
+    p.drive_for(Duration::from_millis(1));
+    assert_eq!(p.client.congestion().cwnd, 4 * 1472);
+}

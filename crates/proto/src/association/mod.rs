@@ -23,8 +23,9 @@
 //!   reports, so reordered older SACKs do not look like reneging.
 //! - An ABORT received in SHUTDOWN-ACK-SENT (all data in both directions
 //!   acknowledged) is reported as a graceful close.
-//! - Not implemented: T5-shutdown-guard, the optional idle cwnd reset of
-//!   §7.2.1, path MTU discovery (the PMTU is configured), multi-homing,
+//! - The idle cwnd decay of §7.2.1 is applied lazily when sending resumes
+//!   and never raises cwnd (switch: `Config::idle_cwnd_decay`).
+//! - Not implemented: T5-shutdown-guard, path MTU discovery (the PMTU is configured), multi-homing,
 //!   sender-side partial reliability (RFC 3758 policies; FORWARD TSN is
 //!   accepted on receive), ECN, the PPID (sent as 0, ignored on receive),
 //!   peer addresses from an INIT on the passive side (not in the cookie).

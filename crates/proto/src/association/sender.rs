@@ -108,6 +108,8 @@ pub(crate) struct Sender {
     pub(crate) blocked: bool,
     /// SentData of the packet being built (for the trace).
     pub(crate) last_sent_data: Vec<SentData>,
+    /// When DATA was last put on the wire (idle cwnd decay, §7.2.1).
+    pub(crate) last_data_at: Option<Instant>,
 }
 
 impl Sender {
@@ -133,6 +135,7 @@ impl Sender {
             rtx_packet_free: false,
             blocked: false,
             last_sent_data: Vec::new(),
+            last_data_at: None,
         }
     }
 
@@ -739,6 +742,9 @@ impl Association {
         }
 
         let has_new = self.tx.next_unsent < self.tx.chunks.len();
+        if has_new && self.config.idle_cwnd_decay {
+            self.idle_decay(now);
+        }
         if self.tx.marked == 0 && has_new && self.cc.allows(self.tx.flight) {
             let nagle_hold = !self.config.no_delay
                 && !self.tx.nothing_outstanding()
@@ -757,6 +763,7 @@ impl Association {
             }
             self.tx.next_packet += 1;
             self.burst += 1;
+            self.tx.last_data_at = Some(now);
             // §6.3.2 R1: start T3 if it is not running.
             if !self.timers.is_running(Timer::T3Rtx) {
                 self.timers.set(Timer::T3Rtx, now + self.rto.rto);
@@ -855,6 +862,34 @@ impl Association {
                     *added += 1;
                 }
             }
+        }
+    }
+
+    /// §7.2.1: "When the endpoint does not transmit data on a given
+    /// transport address, the cwnd of the transport address SHOULD be
+    /// adjusted to max(cwnd/2, 4*MTU) per RTO." Applied when sending resumes
+    /// after at least one RTO without DATA; never raises cwnd.
+    fn idle_decay(&mut self, now: Instant) {
+        let Some(last) = self.tx.last_data_at else {
+            return;
+        };
+        let rto = self.rto.rto.as_nanos().max(1);
+        let idle = now.saturating_duration_since(last).as_nanos() / rto;
+        if idle == 0 || self.tx.flight > 0 {
+            return;
+        }
+        let floor = 4 * self.cc.mtu;
+        let before = self.cc.cwnd;
+        for _ in 0..idle.min(32) {
+            if self.cc.cwnd <= floor {
+                break;
+            }
+            self.cc.cwnd = (self.cc.cwnd / 2).max(floor);
+        }
+        // Count the idle period once.
+        self.tx.last_data_at = Some(now);
+        if self.cc.cwnd != before {
+            self.record_congestion(now);
         }
     }
 
