@@ -338,3 +338,38 @@ fn repository_scenarios_parse() {
     }
     assert!(n >= 2, "found {n} scenarios in {}", dir.display());
 }
+
+// Links as tables, a dumbbell with one access entry for all flows, several identical flows.
+#[test]
+fn dumbbell_with_link_tables_runs() {
+    let text = r#"
+name = "dumbbell"
+duration = "5s"
+drain = "10s"
+[topology]
+kind = "dumbbell"
+bottleneck_forward = { delay = "20ms", loss = { model = "bernoulli", p = "2%" }, bottleneck = { rate = "1mbit", limit_packets = 20 } }
+access = [{ a = "delay 5ms", b = "delay 1ms" }]
+[[flows]]
+workload = { kind = "constant", iat = "50ms", bytes = 120 }
+count = 3
+[[variants]]
+name = "rfc"
+preset = "rfc"
+[sweep]
+parameter = "drop-data-packet"
+values = [10]
+"#;
+    let s = parse(text).unwrap();
+    assert_eq!(s.flow_count(), 3);
+    let plan = Plan::new(s, &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    let o = &outcomes[0];
+    assert_eq!(o.flows.len(), 3, "all three flows are measured");
+    for f in &o.flows {
+        assert_eq!(f.messages().len(), 100);
+        assert!(f.messages().iter().all(|m| m.delivered.is_some()));
+    }
+    assert!(o.mtt.is_some(), "the drop on the bottleneck hit flow 0");
+    assert!(o.fault.is_none());
+}
