@@ -32,9 +32,9 @@
 
 pub mod congestion;
 mod handshake;
-mod receiver;
+pub(crate) mod receiver;
 pub(crate) mod rto;
-mod sender;
+pub(crate) mod sender;
 mod timers;
 
 #[cfg(test)]

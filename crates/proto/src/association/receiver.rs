@@ -40,7 +40,7 @@ struct Message {
 
 #[derive(Clone, Debug)]
 pub(crate) struct InStream {
-    next_ssn: Ssn,
+    pub(crate) next_ssn: Ssn,
     /// Complete ordered messages waiting for earlier SSNs.
     pending: BTreeMap<Ssn, Message>,
 }

@@ -682,3 +682,80 @@ fn renege_makes_chunks_outstanding_again() {
     dedup.dedup();
     assert_eq!(acked, dedup);
 }
+
+// TSN and SSN wrap-around: units keep counting, gaps and the cum ack are
+// computed in serial arithmetic.
+#[test]
+fn tsn_and_ssn_wrap_around() {
+    let mut f = established_server(Config::default());
+    let mut rx = crate::association::receiver::Receiver::new(Tsn(u32::MAX - 1), 64 * 1024);
+    rx.set_streams(f.a.in_streams);
+    rx.streams[0].next_ssn = Ssn(65534);
+    f.a.rx = rx;
+    let t0 = Tsn(u32::MAX - 1);
+    // Ordered SSNs wrap too: 65534, 65535, 0, 1.
+    f.feed(vec![data(t0.add(2), 0, 0, b"c")]);
+    f.feed(vec![data(t0, 0, 65534, b"a")]);
+    let s = sack_of(&f.out()[0]);
+    assert_eq!(s.cum_tsn_ack, t0);
+    assert_eq!(s.gap_blocks, vec![GapBlock { start: 2, end: 2 }]);
+    assert_eq!(f.received(), vec![b"a".to_vec()]);
+    f.feed(vec![
+        data(t0.add(1), 0, 65535, b"b"),
+        data(t0.add(3), 0, 1, b"d"),
+    ]);
+    assert_eq!(f.cum(), Tsn(1));
+    assert_eq!(
+        f.received(),
+        vec![b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]
+    );
+    f.a.check_invariants().unwrap();
+}
+
+// Sender side of the wrap: TSNs assigned across 2^32, SACKs in serial
+// arithmetic, units keep counting.
+#[test]
+fn sender_tsn_wrap_around() {
+    let (mut a, now) = established_client(Config::default().with_trace());
+    let mut tx = crate::association::sender::Sender::new(Tsn(u32::MAX - 1), 100_000);
+    tx.ssn = vec![Ssn(0); usize::from(a.out_streams)];
+    a.tx = tx;
+    let mut tsns = Vec::new();
+    for _ in 0..4 {
+        let m = thinstream_base::drive::Outgoing {
+            stream: 0,
+            unordered: false,
+            payload: b"xyz",
+        };
+        a.send(now, m).unwrap();
+        let (_, p) = a.poll_packet(now).unwrap();
+        for c in &p.chunks {
+            if let Chunk::Data(d) = c {
+                tsns.push(d.tsn);
+            }
+        }
+    }
+    assert_eq!(tsns, vec![Tsn(u32::MAX - 1), Tsn(u32::MAX), Tsn(0), Tsn(1)]);
+    let tag = a.local_tag();
+    let p = Packet {
+        src_port: 5000,
+        dst_port: 5000,
+        verification_tag: tag,
+        chunks: vec![Chunk::Sack(SackChunk {
+            cum_tsn_ack: Tsn(u32::MAX),
+            a_rwnd: 100_000,
+            gap_blocks: vec![GapBlock { start: 2, end: 2 }],
+            duplicate_tsns: vec![],
+        })],
+    };
+    a.handle_packet(now, server_addr(), p, 32);
+    a.check_invariants().unwrap();
+    assert_eq!(a.flight_size(), 3, "only TSN 0 is outstanding");
+    let mut acked = Vec::new();
+    while let Some(r) = a.poll_trace() {
+        if let thinstream_base::trace::Record::Acked { units, .. } = r {
+            acked.push(units.start);
+        }
+    }
+    assert_eq!(acked, vec![0, 1, 3]);
+}
