@@ -323,6 +323,14 @@ impl Pair {
             if let Err(e) = a.check_invariants() {
                 panic!("{side:?} invariant violated at {}: {e}", self.now);
             }
+            // Drive contract: after draining, no deadline lies in the past.
+            if let Some(t) = a.poll_timeout() {
+                assert!(
+                    t >= self.now,
+                    "{side:?} asks for a wake-up in the past: {t} < {}",
+                    self.now
+                );
+            }
         }
     }
 
