@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod listen;
+mod reproduce;
 mod run;
 mod send;
 mod util;
@@ -26,7 +27,7 @@ enum Command {
     /// Run a scenario file in the simulator and write results.json.
     Run(run::Args),
     /// Reproduce the documents' experiments in the simulator and write a report.
-    Reproduce,
+    Reproduce(reproduce::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,10 +36,7 @@ fn main() -> ExitCode {
         Command::Listen(args) => listen::main(args),
         Command::Send(args) => send::main(args),
         Command::Run(args) => run::main(args),
-        Command::Reproduce => Err(anyhow::anyhow!(
-            "`thinstream reproduce` is not implemented yet: the simulator scenarios and the report \
-             are still being built (see the README's status section)"
-        )),
+        Command::Reproduce(args) => reproduce::main(args),
     };
     match result {
         Ok(code) => code,

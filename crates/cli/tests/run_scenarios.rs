@@ -211,3 +211,67 @@ fn bad_input_is_one_line_exit_2() {
     assert!(stderr.contains("bad.toml:3:"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// `reproduce` runs every scenario of a folder and writes results.json files and report.md with the reference data.
+#[test]
+fn reproduce_writes_report() {
+    let dir = out_dir("reproduce");
+    let scen = dir.join("scenarios");
+    std::fs::create_dir_all(&scen).unwrap();
+    for (name, loss) in [("a-small", "2%"), ("b-small", "5%")] {
+        std::fs::write(
+            scen.join(format!("{name}.toml")),
+            format!(
+                r#"name = "{name}"
+source = "test"
+duration = "20s"
+drain = "10s"
+[topology]
+kind = "two-host"
+forward = "delay 30ms loss {loss}"
+[[flows]]
+workload = {{ kind = "constant", iat = "100ms", bytes = 100 }}
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-2.6.23"
+[metrics]
+also = ["ack"]
+[reference]
+claim = "the documents say something about {name}"
+"#
+            ),
+        )
+        .unwrap();
+    }
+    let out = dir.join("out");
+    let (code, stdout, stderr) = run(&[
+        "reproduce",
+        "--quick",
+        "--quiet",
+        "--scenarios",
+        scen.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stderr.contains("[1/2]") && stderr.contains("[2/2]"),
+        "progress: {stderr}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for name in ["a-small", "b-small"] {
+        assert!(report.contains(&format!("## {name}")), "{report}");
+        assert!(out.join(name).join("results.json").exists());
+        assert!(
+            report.contains(&format!("the documents say something about {name}")),
+            "{report}"
+        );
+    }
+    assert!(
+        report.contains("| tcp | application | 200 | 200 |"),
+        "{report}"
+    );
+    assert!(report.contains("Not compared yet"), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

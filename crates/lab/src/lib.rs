@@ -26,6 +26,7 @@
 
 mod error;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;

@@ -1,0 +1,214 @@
+//! `report.md`: every scenario's results beside the numbers the documents
+//! report (`[reference]` of the scenario file). Drawn from stored results
+//! only ([`Results`]), so a report can be rebuilt without rerunning.
+//!
+//! What it does not do yet, and says so in the report: plots (CDFs, box
+//! plots), and automatic verdicts on the documents' qualitative claims; the
+//! reference data is printed next to our tables for a reader to compare.
+
+use std::fmt::Write as _;
+
+use thinstream_metrics::{markdown_table, Summary};
+
+use crate::results::Results;
+
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// Flattens a reference table into `key.path: value` lines.
+fn reference_lines(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                reference_lines(&p, x, out);
+            }
+        }
+        serde_json::Value::String(s) => out.push(format!("`{prefix}`: {s}")),
+        other => out.push(format!("`{prefix}`: {other}")),
+    }
+}
+
+/// One scenario's section.
+pub fn scenario_section(r: &Results, json_path: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## {}\n", r.scenario);
+    if !r.description.is_empty() {
+        let _ = writeln!(out, "{}\n", r.description);
+    }
+    if !r.source.is_empty() {
+        let _ = writeln!(out, "Reproduces: {}\n", r.source);
+    }
+    let _ = writeln!(
+        out,
+        "Master seed {}, {} run(s) of {:.0} s simulated each, {} repetition(s) per variant{}. Results: `{}`.\n",
+        r.seed,
+        r.runs,
+        r.simulated_s,
+        r.repetitions,
+        r.sweep
+            .as_ref()
+            .map(|s| format!(" and {} point", s.parameter))
+            .unwrap_or_default(),
+        json_path
+    );
+    let rows: Vec<(&str, &Summary)> = r
+        .variants
+        .iter()
+        .filter_map(|v| v.summary.as_ref().map(|s| (v.name.as_str(), s)))
+        .collect();
+    if rows.is_empty() {
+        let _ = writeln!(out, "No variant could run in this build.\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "Our numbers ({} latency, ms; pooled over all runs of a variant):\n",
+            r.latency
+        );
+        out.push_str(&markdown_table(&rows));
+        out.push('\n');
+    }
+    // The documents plot ACK latency per retransmission number (002 Fig. 5.6).
+    let ack: Vec<_> = r
+        .variants
+        .iter()
+        .filter_map(|v| v.also.get("ack").map(|a| (v.name.as_str(), a)))
+        .collect();
+    if !ack.is_empty() {
+        let _ = writeln!(
+            out,
+            "ACK latency (first transmission to acknowledgement, ms; the documents' box plots) by retransmission number, `mean / p99 / max (count)`:\n"
+        );
+        out.push_str("| variant | all | 1st | 2nd | 3rd+ |\n|---|---|---|---|---|\n");
+        for (name, a) in ack {
+            let all = a.latency_ms.map_or("-".to_string(), |l| {
+                format!("{:.0} / {:.0} / {:.0}", l.mean, l.p99, l.max)
+            });
+            let g = |i: usize| {
+                a.by_retransmissions.get(i).map_or("-".to_string(), |r| {
+                    if r.count == 0 {
+                        "- (0)".to_string()
+                    } else {
+                        format!(
+                            "{} / {} / {} ({})",
+                            cell(r.mean_ms, 0),
+                            cell(r.p99_ms, 0),
+                            cell(r.max_ms, 0),
+                            r.count
+                        )
+                    }
+                })
+            };
+            let _ = writeln!(out, "| {name} | {all} | {} | {} | {} |", g(1), g(2), g(3));
+        }
+        out.push('\n');
+    }
+    if let Some(sw) = &r.sweep {
+        let mtt = r
+            .variants
+            .iter()
+            .any(|v| v.points.iter().any(|p| p.mtt_median_ms.is_some()));
+        if mtt {
+            let avail: Vec<_> = r.variants.iter().filter(|v| v.available).collect();
+            let _ = writeln!(
+                out,
+                "Message transfer time of the message hit by the drop (median over repetitions, ms) per {}:\n",
+                sw.parameter
+            );
+            let _ = write!(out, "| {} |", sw.parameter);
+            for v in &avail {
+                let _ = write!(out, " {} |", v.name);
+            }
+            out.push('\n');
+            out.push_str(&"|---".repeat(avail.len() + 1));
+            out.push_str("|\n");
+            for (i, value) in sw.values.iter().enumerate() {
+                let _ = write!(out, "| {value} |");
+                for v in &avail {
+                    let _ = write!(out, " {} |", cell(v.points[i].mtt_median_ms, 1));
+                }
+                out.push('\n');
+            }
+            out.push('\n');
+            if let Some(red) = &r.mtt_reduction {
+                for (name, x) in red {
+                    let _ = writeln!(
+                        out,
+                        "- average MTT reduction of {name} vs {}: {}%",
+                        x.baseline,
+                        cell(x.mean.map(|m| m * 100.0), 1)
+                    );
+                }
+                if red.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "- no MTT reduction computed: no variant besides the baseline ran"
+                    );
+                }
+                out.push('\n');
+            }
+        }
+    }
+    let missing: Vec<_> = r.variants.iter().filter(|v| !v.available).collect();
+    if !missing.is_empty() {
+        let _ = writeln!(out, "Not run in this build:\n");
+        for v in missing {
+            let _ = writeln!(
+                out,
+                "- {} (`{}`): {}",
+                v.name,
+                v.preset,
+                v.error.as_deref().unwrap_or("")
+            );
+        }
+        out.push('\n');
+    }
+    for v in &r.variants {
+        for f in &v.faults {
+            let _ = writeln!(out, "- FAULT in {}: {f}", v.name);
+        }
+    }
+    if let Some(reference) = &r.reference {
+        let _ = writeln!(
+            out,
+            "What the documents report (from the scenario's `[reference]`; compare with the tables above):\n"
+        );
+        let mut lines = Vec::new();
+        reference_lines("", reference, &mut lines);
+        for l in lines {
+            let _ = writeln!(out, "- {l}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The whole report: a header and one section per scenario.
+pub fn markdown(sections: &[(Results, String)], quick: bool) -> String {
+    let mut out = String::from("# thinstream reproduction report\n\n");
+    let _ = writeln!(
+        out,
+        "Every experiment under `scenarios/seeds/` run in the deterministic simulator{}. \
+         Each section gives our numbers and, below them, what the source documents report \
+         for the same setup. Latencies are in milliseconds; `tohd` and loss in percent.\n",
+        if quick {
+            " with shortened durations (`--quick`: at most 10 simulated minutes of messages, one repetition), so tail statistics are rougher than the documents'"
+        } else {
+            ""
+        }
+    );
+    out.push_str(
+        "Not compared yet: the documents' figures are box plots and CDFs whose values are not in \
+         their text, so only the numbers and claims their text states are listed; no plots are \
+         drawn yet, and the qualitative claims are not checked automatically.\n\n",
+    );
+    for (r, path) in sections {
+        out.push_str(&scenario_section(r, path));
+    }
+    out
+}
