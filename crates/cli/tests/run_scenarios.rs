@@ -110,7 +110,7 @@ fn fig8_short_run() {
     assert!(j["wall_s"].as_f64().is_some());
     assert!(j["reference"].is_object(), "reference data copied");
     let variants = j["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 6);
+    assert_eq!(variants.len(), 7);
     let mut ran = 0;
     let (mut sent, mut lost_weighted) = (0.0, 0.0);
     for v in variants {
