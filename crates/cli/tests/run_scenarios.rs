@@ -275,3 +275,42 @@ claim = "the documents say something about {name}"
     assert!(report.contains("Not compared yet"), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// Two invocations with the same seed write the same results.json apart from wall_s.
+#[test]
+fn same_seed_same_results_json() {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("wall_s");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    for jobs in ["1", "2"] {
+        let dir = out_dir(&format!("det{jobs}"));
+        let (code, stdout, stderr) = run(&[
+            "run",
+            scenario("000-fig8-uniform.toml").to_str().unwrap(),
+            "--duration",
+            "30s",
+            "--seed",
+            "77",
+            "--jobs",
+            jobs,
+            "--quiet",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+        let mut v = read_json(&dir);
+        assert_eq!(v["seed"], 77);
+        strip(&mut v);
+        texts.push(serde_json::to_string(&v).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(texts[0], texts[1]);
+}

@@ -88,6 +88,10 @@ pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, Lab
     {
         bar.set_style(style.progress_chars("=> "));
     }
+    if options.progress {
+        // Redraw the elapsed time while long runs are in flight.
+        bar.enable_steady_tick(std::time::Duration::from_millis(500));
+    }
     let outcomes: Vec<Result<RunOutcome, LabError>> = pool.install(|| {
         plan.runs
             .par_iter()
