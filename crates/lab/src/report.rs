@@ -108,6 +108,48 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
         }
         out.push('\n');
     }
+    let with_causes: Vec<_> = r
+        .variants
+        .iter()
+        .filter(|v| v.available && !v.retransmission_causes.is_empty())
+        .collect();
+    if !with_causes.is_empty() {
+        let _ = writeln!(
+            out,
+            "Retransmitted data pieces by retransmission number and reason (002 Fig. 5.26 / Table 5.6): `reason count (share of that number, spurious)`:\n"
+        );
+        out.push_str("| variant | 1st | 2nd | 3rd+ |\n|---|---|---|---|\n");
+        for v in with_causes {
+            let _ = write!(out, "| {} |", v.name);
+            for nth in 1..=3u32 {
+                let parts: Vec<String> = v
+                    .retransmission_causes
+                    .iter()
+                    .filter(|c| c.retransmission == nth)
+                    .map(|c| {
+                        format!(
+                            "{} {} ({:.0}%, {})",
+                            c.reason,
+                            c.count,
+                            c.share * 100.0,
+                            c.spurious.map_or("-".into(), |s| s.to_string())
+                        )
+                    })
+                    .collect();
+                let _ = write!(
+                    out,
+                    " {} |",
+                    if parts.is_empty() {
+                        "-".to_string()
+                    } else {
+                        parts.join("; ")
+                    }
+                );
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
     if let Some(sw) = &r.sweep {
         let mtt = r
             .variants

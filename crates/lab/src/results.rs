@@ -83,7 +83,51 @@ pub struct VariantResult {
     pub summary: Option<Summary>,
     /// The `[metrics] also` latency kinds.
     pub also: BTreeMap<String, OtherLatency>,
+    /// Retransmitted data pieces by retransmission number (1, 2, 3 = "3 or
+    /// more") and reason, with spurious counts and the reason's share of
+    /// that retransmission number (002 §5.3.4 Fig. 5.26, Table 5.6).
+    pub retransmission_causes: Vec<CauseRow>,
     pub points: Vec<PointResult>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CauseRow {
+    pub retransmission: u32,
+    pub or_more: bool,
+    pub reason: &'static str,
+    pub count: u64,
+    pub spurious: Option<u64>,
+    /// `count` over all pieces with this retransmission number.
+    pub share: f64,
+}
+
+/// Pools the flows' reason tables.
+fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>) -> Vec<CauseRow> {
+    let mut rows: BTreeMap<(u32, thinstream_base::trace::TxReason), (u64, Option<u64>)> =
+        BTreeMap::new();
+    for f in flows {
+        for r in f.reason_table() {
+            let e = rows
+                .entry((r.retransmission, r.reason))
+                .or_insert((0, Some(0)));
+            e.0 += r.count;
+            e.1 = e.1.zip(r.spurious).map(|(a, b)| a + b);
+        }
+    }
+    let mut per_nth: BTreeMap<u32, u64> = BTreeMap::new();
+    for ((nth, _), (count, _)) in &rows {
+        *per_nth.entry(*nth).or_insert(0) += count;
+    }
+    rows.into_iter()
+        .map(|((nth, reason), (count, spurious))| CauseRow {
+            retransmission: nth,
+            or_more: nth == 3,
+            reason: reason.name(),
+            count,
+            spurious,
+            share: count as f64 / per_nth[&nth].max(1) as f64,
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -199,6 +243,7 @@ impl Results {
                     .collect(),
                 summary,
                 also,
+                retransmission_causes: causes(mine.iter().flat_map(|o| o.flows.iter())),
                 points,
             });
         }

@@ -147,6 +147,39 @@ pub fn render(r: &Results) -> String {
     }
     out.push_str(&layout(&header, &rows));
 
+    let _ = writeln!(
+        out,
+        "\nretransmitted data pieces by retransmission number and reason: count (share of that number %, spurious):"
+    );
+    let header = strings(&["variant", "1st", "2nd", "3rd+"]);
+    let mut rows = Vec::new();
+    for v in r.variants.iter().filter(|v| v.available) {
+        let mut row = vec![v.name.clone()];
+        for nth in 1..=3u32 {
+            let parts: Vec<String> = v
+                .retransmission_causes
+                .iter()
+                .filter(|c| c.retransmission == nth)
+                .map(|c| {
+                    format!(
+                        "{} {} ({:.0}%, {})",
+                        c.reason,
+                        c.count,
+                        c.share * 100.0,
+                        c.spurious.map_or("-".into(), |s| s.to_string())
+                    )
+                })
+                .collect();
+            row.push(if parts.is_empty() {
+                "-".into()
+            } else {
+                parts.join("; ")
+            });
+        }
+        rows.push(row);
+    }
+    out.push_str(&layout(&header, &rows));
+
     if let Some(sw) = &r.sweep {
         let mtt = r
             .variants

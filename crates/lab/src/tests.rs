@@ -238,6 +238,29 @@ fn results_are_deterministic() {
         assert_eq!(variant["delivered"], 200, "{variant}");
         let loss = variant["loss_rate"].as_f64().unwrap();
         assert!(loss > 0.0 && loss < 0.2, "{loss}");
+        // Cause shares of each retransmission number add up to one, and
+        // the causes count every retransmitted piece.
+        let causes = variant["retransmission_causes"].as_array().unwrap();
+        assert!(!causes.is_empty(), "5% loss causes retransmissions");
+        for nth in 1..=3 {
+            let rows: Vec<_> = causes
+                .iter()
+                .filter(|c| c["retransmission"] == nth)
+                .collect();
+            if !rows.is_empty() {
+                let total: f64 = rows.iter().map(|c| c["share"].as_f64().unwrap()).sum();
+                assert!((total - 1.0).abs() < 1e-9, "{total}");
+            }
+        }
+        let pieces: u64 = causes.iter().map(|c| c["count"].as_u64().unwrap()).sum();
+        let rtx: u64 = variant["reasons"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.as_str() != "new")
+            .map(|(_, v)| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(pieces, rtx);
     }
 }
 
