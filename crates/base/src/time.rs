@@ -238,11 +238,11 @@ impl From<Duration> for std::time::Duration {
 fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     if ns == 0 {
         write!(f, "0s")
-    } else if ns % 1_000_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000_000) {
         write!(f, "{}s", ns / 1_000_000_000)
     } else if ns >= 1_000_000_000 {
         write!(f, "{:.3}s", ns as f64 / 1e9)
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         write!(f, "{}ms", ns / 1_000_000)
     } else if ns >= 1_000_000 {
         write!(f, "{:.3}ms", ns as f64 / 1e6)

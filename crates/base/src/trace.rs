@@ -172,6 +172,10 @@ pub enum Record {
         thin: bool,
         packets_in_flight: u32,
     },
+    /// Sender: the peer reported receiving `units` more than once (an SCTP
+    /// SACK's duplicate TSNs, RFC 9260 §3.3.4; a TCP D-SACK block). Lets a
+    /// sender-only trace estimate spurious retransmissions.
+    DuplicateReported { time: Instant, units: Units },
     /// A datagram was dropped as malformed or unexpected; `why` is a short stable name.
     Discarded { time: Instant, why: String },
     /// The connection changed state (`established`, `closed`, ...).
@@ -191,6 +195,7 @@ impl Record {
             | Record::Rto { time, .. }
             | Record::Congestion { time, .. }
             | Record::Thin { time, .. }
+            | Record::DuplicateReported { time, .. }
             | Record::Discarded { time, .. }
             | Record::State { time, .. } => *time,
         }

@@ -79,9 +79,9 @@ impl Bitrate {
 impl fmt::Display for Bitrate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b >= 1_000_000_000 && b % 1_000_000 == 0 {
+        if b >= 1_000_000_000 && b.is_multiple_of(1_000_000) {
             write!(f, "{}gbit", b as f64 / 1e9)
-        } else if b >= 1_000_000 && b % 1_000 == 0 {
+        } else if b >= 1_000_000 && b.is_multiple_of(1_000) {
             write!(f, "{}mbit", b as f64 / 1e6)
         } else if b >= 1_000 {
             write!(f, "{}kbit", b as f64 / 1e3)
