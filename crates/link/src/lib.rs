@@ -1,6 +1,4 @@
 #![doc = include_str!("../README.md")]
-// `u64::is_multiple_of` needs Rust 1.87; the workspace promises 1.80.
-#![allow(clippy::manual_is_multiple_of)]
 
 mod config;
 mod error;

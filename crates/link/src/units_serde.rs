@@ -17,11 +17,11 @@ pub(crate) fn duration_text(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
         "0ms".to_string()
-    } else if ns % 1_000_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1_000 == 0 {
+    } else if ns.is_multiple_of(1_000) {
         format!("{}us", ns / 1_000)
     } else {
         format!("{ns}ns")
@@ -31,11 +31,11 @@ pub(crate) fn duration_text(d: Duration) -> String {
 /// Exact text for a rate: the largest tc unit (gbit, mbit, kbit, bit) that divides it.
 pub(crate) fn bitrate_text(r: Bitrate) -> String {
     let b = r.bits_per_sec();
-    if b != 0 && b % 1_000_000_000 == 0 {
+    if b != 0 && b.is_multiple_of(1_000_000_000) {
         format!("{}gbit", b / 1_000_000_000)
-    } else if b != 0 && b % 1_000_000 == 0 {
+    } else if b != 0 && b.is_multiple_of(1_000_000) {
         format!("{}mbit", b / 1_000_000)
-    } else if b != 0 && b % 1_000 == 0 {
+    } else if b != 0 && b.is_multiple_of(1_000) {
         format!("{}kbit", b / 1_000)
     } else {
         format!("{b}bit")

@@ -63,7 +63,7 @@ impl PeriodicDrops {
     pub fn drops(&mut self, packet_number: u64) -> bool {
         match &mut self.kind {
             Kind::Phase { first } => {
-                packet_number >= *first && (packet_number - *first) % self.every == 0
+                packet_number >= *first && (packet_number - *first).is_multiple_of(self.every)
             }
             Kind::PerBlock { position } => {
                 let offset = (packet_number.saturating_sub(1)) % self.every;
