@@ -131,6 +131,23 @@ impl Endpoint {
         self.assocs.get_mut(&id)
     }
 
+    /// Change one association's mechanisms (see
+    /// [`Association::set_mechanisms`]); false if `id` is unknown. New
+    /// associations take the endpoint config's mechanisms.
+    pub fn set_mechanisms(
+        &mut self,
+        id: AssociationId,
+        mechanisms: crate::mechanism::Mechanisms,
+    ) -> bool {
+        match self.assocs.get_mut(&id) {
+            Some(a) => {
+                a.set_mechanisms(mechanisms);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn alloc_id(&mut self) -> (AssociationId, Seed) {
         let id = AssociationId(self.next_id);
         self.next_id += 1;

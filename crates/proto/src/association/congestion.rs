@@ -92,6 +92,40 @@ impl Congestion {
         self.partial_bytes_acked = 0;
     }
 
+    /// 004 §4 eq. 2: "cwnd = cwnd - [0.125 * cwnd]" on the first detection
+    /// of congestion instead of halving. ssthresh takes the reduced value
+    /// (with the §7.2.3 floor of 4*MTU) so fast recovery continues from it;
+    /// a T3-rtx expiry still restarts from 1*MTU (§7.2.3; 004 changes only
+    /// the decrease factor).
+    pub fn decrease_0875_on_loss(&mut self, kind: LossKind) {
+        self.ssthresh = (self.cwnd - self.cwnd / 8).max(4 * self.mtu);
+        self.cwnd = match kind {
+            LossKind::FastRetransmit => self.ssthresh,
+            LossKind::Timeout => self.mtu,
+        };
+        self.partial_bytes_acked = 0;
+    }
+
+    /// Scalable TCP increase (004 §4 eq. 1 as 002 §3.1.8 states it:
+    /// `cwnd += 0.01` per ACK with cwnd in packets, i.e. +0.01*MTU per MTU
+    /// acknowledged, +1 % of cwnd per RTT) in congestion avoidance; slow
+    /// start and the "fully utilized" condition as in §7.2.1/§7.2.2. The
+    /// literal per-ACK `+0.01*cwnd` would grow exponentially within an RTT
+    /// (spec §7, §13 item 17) and is not used.
+    pub fn scalable_on_ack(&mut self, ack: &AckInfo) {
+        if ack.in_fast_recovery || self.cwnd <= self.ssthresh {
+            self.rfc_on_ack(ack);
+            return;
+        }
+        let full = ack.flight_before.saturating_add(self.mtu) > self.cwnd;
+        if full {
+            self.cwnd = self.cwnd.saturating_add((ack.bytes_acked / 100).max(1));
+        }
+        if ack.all_acked {
+            self.partial_bytes_acked = 0;
+        }
+    }
+
     /// §7.2.1 idle reset is optional and not applied (noted in the report).
     /// Whether new data may start a packet: flight below cwnd (§6.1 B).
     pub fn allows(&self, flight: u32) -> bool {
@@ -149,5 +183,26 @@ mod tests {
             (1000, 4000),
             "ssthresh floor is 4*MTU"
         );
+    }
+
+    #[test]
+    fn decrease_0875_of_004() {
+        let mut c = Congestion::new(80_000, 1000);
+        c.decrease_0875_on_loss(LossKind::FastRetransmit);
+        assert_eq!((c.cwnd, c.ssthresh), (70_000, 70_000));
+        c.decrease_0875_on_loss(LossKind::Timeout);
+        assert_eq!((c.cwnd, c.ssthresh), (1000, 61_250));
+    }
+
+    #[test]
+    fn scalable_increase_one_percent_of_acked() {
+        let mut c = Congestion::new(100_000, 1000);
+        c.ssthresh = 50_000;
+        c.scalable_on_ack(&ack(10_000, 100_000));
+        assert_eq!(c.cwnd, 100_100);
+        // Slow start unchanged.
+        let mut s = Congestion::new(4000, 1000);
+        s.scalable_on_ack(&ack(1000, 4000));
+        assert_eq!(s.cwnd, 5000);
     }
 }

@@ -50,7 +50,7 @@ use thinstream_base::{Datagram, Duration, Instant, Rng, Seed};
 
 use crate::config::Config;
 use crate::cookie::CookieKey;
-use crate::mechanism::SenderView;
+use crate::mechanism::{Mechanisms, SenderView, ThinTracker};
 use crate::trace::{Stats, Tracer};
 use crate::wire::{Chunk, Packet, Tsn, COMMON_HEADER_LEN};
 
@@ -156,6 +156,15 @@ pub struct Association {
     /// Data packets sent since the last input (Max.Burst, §6.1).
     pub(crate) burst: u32,
     pub(crate) closed_reported: bool,
+    /// Thin-stream packet list and loss estimate (002 §4.2.1), kept only
+    /// when a mechanism needs it ([`Association::tracks_thin`]).
+    pub(crate) thin: ThinTracker,
+    /// The thin verdict last written as `Record::Thin`.
+    pub(crate) thin_recorded: Option<bool>,
+    /// When the application last submitted a message, and the interval
+    /// before that (RDB's IAT > RTT limit, 002 §7.3).
+    pub(crate) last_submit: Option<Instant>,
+    pub(crate) last_message_interval: Option<Duration>,
 }
 
 impl Association {
@@ -255,6 +264,10 @@ impl Association {
             heartbeat: None,
             burst: 0,
             closed_reported: false,
+            thin: ThinTracker::new(&config.mechanisms.thin),
+            thin_recorded: None,
+            last_submit: None,
+            last_message_interval: None,
             rng,
             config,
         }
@@ -407,10 +420,68 @@ impl Association {
 
     // ----- internals shared by the submodules ----------------------------
 
+    /// The mechanisms of this association.
+    pub fn mechanisms(&self) -> &Mechanisms {
+        &self.config.mechanisms
+    }
+
+    /// Change the mechanisms of this association from now on (per
+    /// association, e.g. from [`Endpoint::set_mechanisms`](crate::Endpoint::set_mechanisms)).
+    /// The thin-stream packet list starts empty if it was not kept before,
+    /// so the test counts packets sent after the call.
+    pub fn set_mechanisms(&mut self, mechanisms: Mechanisms) {
+        let was = self.tracks_thin();
+        self.config.mechanisms = mechanisms;
+        if !was && self.tracks_thin() {
+            self.thin = ThinTracker::new(&self.config.mechanisms.thin);
+        }
+    }
+
+    /// The thin-stream tracker (packet list, loss estimate).
+    pub fn thin_tracker(&self) -> &ThinTracker {
+        &self.thin
+    }
+
+    /// Whether the thin-stream packet list is kept.
+    pub(crate) fn tracks_thin(&self) -> bool {
+        let m = &self.config.mechanisms;
+        m.uses_thin_detection() || m.rdb.enabled
+    }
+
+    /// The thin verdict now (false when no mechanism keeps the list).
+    pub(crate) fn is_thin(&self) -> bool {
+        self.tracks_thin() && self.thin.is_thin(&self.config.mechanisms.thin)
+    }
+
+    /// Write `Record::Thin` when the verdict changed (only when a
+    /// thin-gated mechanism or `thin-detect` is on).
+    pub(crate) fn note_thin(&mut self, now: Instant) {
+        if !self.config.mechanisms.uses_thin_detection() {
+            return;
+        }
+        let thin = self.thin.is_thin(&self.config.mechanisms.thin);
+        if self.thin_recorded != Some(thin) {
+            self.thin_recorded = Some(thin);
+            let pif = self.thin.packets_in_flight();
+            self.tracer.record(|| Record::Thin {
+                time: now,
+                thin,
+                packets_in_flight: pif,
+            });
+        }
+    }
+
     pub(crate) fn view(&self, now: Instant) -> SenderView {
+        let tracks = self.tracks_thin();
         SenderView {
             now,
-            packets_in_flight: self.tx.packets_in_flight(),
+            packets_in_flight: if tracks {
+                self.thin.packets_in_flight()
+            } else {
+                self.tx.packets_in_flight()
+            },
+            thin_threshold: self.thin.threshold(&self.config.mechanisms.thin),
+            thin: self.is_thin(),
             flight_size: self.tx.flight,
             outstanding_chunks: self.tx.outstanding_chunks(),
             unsent_chunks: (self.tx.chunks.len() - self.tx.next_unsent) as u32,
@@ -419,7 +490,9 @@ impl Association {
             mtu: self.cc.mtu,
             peer_rwnd: self.tx.peer_rwnd,
             srtt: self.rto.srtt,
+            rttvar: self.rto.rttvar,
             rto: self.rto.rto,
+            last_message_interval: self.last_message_interval,
         }
     }
 
@@ -690,6 +763,7 @@ impl Association {
                 Timer::T3Rtx => self.on_t3_expiry(now),
                 Timer::DelayedSack => self.rx.delayed_sack_expired(),
                 Timer::Heartbeat => self.on_heartbeat_timer(now),
+                Timer::EarlyFastRtx => self.on_efr_expiry(now),
             }
         }
     }

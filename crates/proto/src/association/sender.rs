@@ -13,7 +13,7 @@ use thinstream_base::Instant;
 use super::congestion::{AckInfo, LossKind};
 use super::timers::Timer;
 use super::{Association, State};
-use crate::mechanism::{ChunkView, NewDataBundling};
+use crate::mechanism::{ChunkView, NewDataBundling, OutstandingView};
 use crate::wire::{data_chunk_len, Chunk, DataChunk, SackChunk, Ssn, Tsn};
 
 /// Where a queued DATA chunk is in its life.
@@ -328,6 +328,10 @@ impl Association {
         self.tx.unsent_bytes += payload.len();
         let id = self.tx.next_message;
         self.tx.next_message += 1;
+        if let Some(prev) = self.last_submit {
+            self.last_message_interval = Some(now.saturating_duration_since(prev));
+        }
+        self.last_submit = Some(now);
         self.stats.messages_submitted += 1;
         let bytes = payload.len() as u32;
         self.tracer.record(|| Record::Submitted {
@@ -366,6 +370,21 @@ impl Association {
             // Acknowledges TSNs never sent: ignore (protocol violation).
             self.discard(now, "sack-beyond-sent");
             return;
+        }
+        if self.tracer.enabled() && !sack.duplicate_tsns.is_empty() {
+            // RFC 9260 §3.3.4: TSNs received more than once since the last
+            // SACK. Units relative to the cum ack point before this SACK.
+            let cum = self.tx.cum_tsn();
+            let base = self.tx.cum_unit as i64 - 1;
+            for t in &sack.duplicate_tsns {
+                let unit = base + i64::from(t.distance(cum));
+                if unit >= 0 {
+                    self.tracer.record(|| Record::DuplicateReported {
+                        time: now,
+                        units: Units::one(unit as u64),
+                    });
+                }
+            }
         }
         let flight_before = self.tx.flight;
         let was_in_recovery = self.tx.fast_recovery.is_some();
@@ -469,6 +488,18 @@ impl Association {
         if let Some(top) = highest_reported {
             self.renege(&mut blocks, top);
         }
+        if self.tracks_thin() {
+            // 002 App. F: update the packet list before any decision of this SACK.
+            let cum = self.tx.cum_unit;
+            let mut units: Vec<(u64, u64)> = blocks
+                .iter()
+                .map(|&(lo, hi)| (cum + lo as u64, cum + hi as u64))
+                .collect();
+            units.sort_unstable();
+            let cfg = self.config.mechanisms.thin;
+            self.thin.on_sack(&cfg, cum, &units);
+            self.note_thin(now);
+        }
 
         if bytes_acked > 0 {
             // §8.3/§8.1: an acknowledgement of outstanding data clears the
@@ -516,13 +547,16 @@ impl Association {
                 .config
                 .mechanisms
                 .fast_retransmit_threshold(&view, self.config.fast_retransmit_threshold);
+            let early = self.early_retransmit_now();
             let mut lost = Vec::new();
             for i in 0..limit {
                 let c = &mut self.tx.chunks[i];
                 if c.state == ChunkState::InFlight && !c.fast_retransmitted {
                     c.missing_reports += 1;
                     if c.missing_reports >= threshold {
-                        lost.push(i);
+                        lost.push((i, TxReason::FastRetransmit));
+                    } else if early {
+                        lost.push((i, TxReason::EarlyRetransmit));
                     }
                 }
             }
@@ -535,13 +569,16 @@ impl Association {
         if self.tx.nothing_outstanding() {
             self.timers.stop(Timer::T3Rtx);
         } else if cum_advanced {
+            // The earliest-sent chunk still in flight (002 §4.2.4: first on
+            // the transmitted list, which is in transmission order).
             let oldest = self
                 .tx
                 .chunks
                 .iter()
                 .take(self.tx.next_unsent)
-                .find(|c| c.state == ChunkState::InFlight)
-                .map(|c| c.last_sent);
+                .filter(|c| c.state == ChunkState::InFlight)
+                .map(|c| c.last_sent)
+                .min();
             let view = self.view(now);
             let at = self
                 .config
@@ -552,6 +589,7 @@ impl Association {
             self.timers.set(Timer::T3Rtx, now + self.rto.rto);
         }
 
+        self.arm_efr(now);
         if self.tx.blocked && self.tx.queued_bytes < self.config.send_buffer {
             self.tx.blocked = false;
             self.app.push_back(AppEvent::Writable);
@@ -588,16 +626,19 @@ impl Association {
 
     /// §7.2.4: mark the reported chunks (and whatever the mechanism adds),
     /// enter fast recovery once per episode.
-    fn fast_retransmit(&mut self, now: Instant, lost: &[usize]) {
+    fn fast_retransmit(&mut self, now: Instant, lost: &[(usize, TxReason)]) {
         self.stats.fast_retransmits += 1;
         let view = self.view(now);
         let mech = self.config.mechanisms.clone();
         let mut li = 0;
         for i in 0..self.tx.next_unsent {
-            let reported = li < lost.len() && lost[li] == i;
-            if reported {
-                li += 1;
-            }
+            let reported = match lost.get(li) {
+                Some(&(j, reason)) if j == i => {
+                    li += 1;
+                    Some(reason)
+                }
+                _ => None,
+            };
             let c = &self.tx.chunks[i];
             if c.state != ChunkState::InFlight {
                 continue;
@@ -605,12 +646,14 @@ impl Association {
             let cv = ChunkView {
                 unit: c.unit,
                 gap_acked: false,
-                reported_lost: reported,
+                reported_lost: reported.is_some(),
                 transmissions: c.transmissions,
                 last_sent: c.last_sent,
             };
             if let Some(reason) = mech.queue_on_fast_retransmit(&view, &cv) {
-                self.tx.mark(i, reason);
+                // A reported chunk keeps the reason its detection gave it
+                // (fast or early retransmit).
+                self.tx.mark(i, reported.unwrap_or(reason));
             }
         }
         if self.tx.fast_recovery.is_none() {
@@ -633,6 +676,10 @@ impl Association {
         }
         self.stats.t3_expiries += 1;
         let view = self.view(now);
+        if self.tracks_thin() {
+            // App. F: packets with no chance of a SACK yet are not counted lost.
+            self.thin.on_timeout(now);
+        }
         self.config
             .mechanisms
             .cwnd_on_loss(&view, &mut self.cc, LossKind::Timeout);
@@ -676,6 +723,9 @@ impl Association {
     }
 
     pub(crate) fn apply_rtt_sample(&mut self, now: Instant, r: thinstream_base::Duration) {
+        if self.tracks_thin() {
+            self.thin.on_rtt_sample(r);
+        }
         let view = self.view(now);
         let floor = self.config.mechanisms.rto_floor(&view, self.config.rto_min);
         self.rto
@@ -719,12 +769,20 @@ impl Association {
                 c.last_sent = now;
                 c.missing_reports = 0;
                 c.packet = pid;
-                if reason == TxReason::FastRetransmit {
+                // §7.2.4: fast-retransmitted at most once; early (ER) and
+                // early fast (EFR) retransmissions are fast retransmissions.
+                let fast = matches!(
+                    reason,
+                    TxReason::FastRetransmit
+                        | TxReason::EarlyRetransmit
+                        | TxReason::EarlyFastRetransmit
+                );
+                if fast {
                     c.fast_retransmitted = true;
                 }
                 // §7.2.4 step 4: retransmitting the first outstanding chunk
                 // restarts T3 (chunks[0] is the lowest outstanding TSN).
-                let restart_t3 = reason == TxReason::FastRetransmit && i == 0;
+                let restart_t3 = fast && i == 0;
                 out.push(Chunk::Data(c.to_wire()));
                 self.stats.count_data(reason, c.payload.len());
                 let (unit, bytes) = (c.unit, c.len());
@@ -750,16 +808,40 @@ impl Association {
                 && !self.tx.nothing_outstanding()
                 && self.tx.unsent_bytes < self.config.max_fragment();
             if !nagle_hold {
-                if !retransmitted {
-                    self.bundle_outstanding(now, out, room, &mut added);
-                }
+                let (start, sent_start, first_new, before) = (
+                    out.len(),
+                    self.tx.last_sent_data.len(),
+                    self.tx.next_unsent,
+                    added,
+                );
                 self.add_new_data(now, out, room, pid, &mut added, &mut live);
+                if !retransmitted && added > before {
+                    let at = (start, sent_start, first_new);
+                    self.bundle_outstanding(now, out, room, &mut added, at);
+                }
             }
         }
 
         if added > 0 {
             if live > 0 {
                 self.tx.packets.insert(pid, live);
+            }
+            if self.tracks_thin() {
+                // 002 App. F: one record per DATA packet, named by its highest TSN.
+                let base = self.tx.initial_tsn.add(self.tx.cum_unit as u32);
+                let cum = self.tx.cum_unit as i64;
+                let highest = out
+                    .iter()
+                    .filter_map(|c| match c {
+                        Chunk::Data(d) => Some(cum + i64::from(d.tsn.distance(base))),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(cum)
+                    .max(0) as u64;
+                let cfg = self.config.mechanisms.thin;
+                self.thin.on_packet_sent(&cfg, highest, now);
+                self.note_thin(now);
             }
             self.tx.next_packet += 1;
             self.burst += 1;
@@ -775,6 +857,7 @@ impl Association {
                     now + self.rto.rto + self.config.hb_interval,
                 );
             }
+            self.arm_efr(now);
         }
     }
 
@@ -828,41 +911,156 @@ impl Association {
     }
 
     /// Mechanism hook: redundant copies of outstanding chunks in front of
-    /// new data (spec §5.6).
+    /// the new data just added (spec §5.6, 002 App. F
+    /// `thin_bundling_outstanding`): the packet already holds its new data;
+    /// every in-flight (not gap-acked, not marked) chunk older than it is
+    /// spliced in front, oldest first, while it fits in the PMTU and the
+    /// optional byte limit (stop at the first that does not), so TSNs
+    /// increase within the packet. `at` = (index in `out`, index in the
+    /// trace list, first new chunk) where the new data starts.
     fn bundle_outstanding(
         &mut self,
         now: Instant,
         out: &mut Vec<Chunk>,
         room: &mut usize,
         added: &mut u32,
+        at: (usize, usize, usize),
     ) {
+        let (start, sent_start, first_new) = at;
         let view = self.view(now);
-        match self.config.mechanisms.bundle_on_new_data(&view) {
-            NewDataBundling::Nothing => {}
-            NewDataBundling::OutstandingFirst => {
-                for i in 0..self.tx.next_unsent {
-                    if self.tx.chunks[i].state != ChunkState::InFlight {
-                        continue;
-                    }
-                    let len = data_chunk_len(self.tx.chunks[i].payload.len());
-                    if len > *room {
-                        break;
-                    }
-                    *room -= len;
-                    let c = &mut self.tx.chunks[i];
-                    c.transmissions += 1;
-                    out.push(Chunk::Data(c.to_wire()));
-                    let (unit, bytes) = (c.unit, c.len());
-                    if matches!(self.tx.rtt_probe, Some((u, _)) if u == unit) {
-                        self.tx.rtt_probe = None;
-                    }
-                    self.stats
-                        .count_data(TxReason::RedundantBundle, bytes as usize);
-                    self.push_sent(unit, bytes, TxReason::RedundantBundle);
-                    *added += 1;
-                }
+        let NewDataBundling::OutstandingFirst { max_bytes } =
+            self.config.mechanisms.bundle_on_new_data(&view)
+        else {
+            return;
+        };
+        let mut payload: u64 = self
+            .tx
+            .chunks
+            .range(first_new..self.tx.next_unsent)
+            .map(|c| u64::from(c.len()))
+            .sum();
+        let mut copies = Vec::new();
+        let mut traced = Vec::new();
+        for i in 0..first_new {
+            if self.tx.chunks[i].state != ChunkState::InFlight {
+                continue;
+            }
+            let plen = self.tx.chunks[i].len();
+            let len = data_chunk_len(plen as usize);
+            let over_limit = max_bytes.is_some_and(|m| payload + u64::from(plen) > u64::from(m));
+            if len > *room || over_limit {
+                break;
+            }
+            *room -= len;
+            payload += u64::from(plen);
+            let c = &mut self.tx.chunks[i];
+            // Karn: a chunk sent twice never gives an RTT sample.
+            c.transmissions += 1;
+            copies.push(Chunk::Data(c.to_wire()));
+            let unit = c.unit;
+            if matches!(self.tx.rtt_probe, Some((u, _)) if u == unit) {
+                self.tx.rtt_probe = None;
+            }
+            self.stats
+                .count_data(TxReason::RedundantBundle, plen as usize);
+            if self.tracer.enabled() {
+                traced.push(SentData {
+                    units: Units::one(unit),
+                    bytes: plen,
+                    reason: TxReason::RedundantBundle,
+                });
+            }
+            *added += 1;
+        }
+        out.splice(start..start, copies);
+        if !traced.is_empty() {
+            self.tx
+                .last_sent_data
+                .splice(sent_start..sent_start, traced);
+        }
+    }
+
+    /// Early Retransmit (003 §2.2, §2.3): the state of the outstanding data
+    /// after this SACK, judged by the mechanism.
+    fn early_retransmit_now(&self) -> bool {
+        use crate::mechanism::EarlyRetransmit;
+        if self.config.mechanisms.early_retransmit == EarlyRetransmit::Off {
+            return false;
+        }
+        // Packet id -> whether every chunk it carried (last transmission) is gap-acked.
+        let mut packets: BTreeMap<u64, bool> = BTreeMap::new();
+        let (mut bytes, mut bytes_acked) = (0u32, 0u32);
+        for c in self.tx.chunks.range(..self.tx.next_unsent) {
+            let acked = c.state == ChunkState::GapAcked;
+            bytes = bytes.saturating_add(c.len());
+            if acked {
+                bytes_acked = bytes_acked.saturating_add(c.len());
+            }
+            let e = packets.entry(c.packet).or_insert(true);
+            *e &= acked;
+        }
+        let can_send_new = self
+            .tx
+            .chunks
+            .get(self.tx.next_unsent)
+            .is_some_and(|c| c.len() <= self.tx.peer_rwnd);
+        let o = OutstandingView {
+            packets: packets.len() as u32,
+            packets_acked: packets.values().filter(|a| **a).count() as u32,
+            bytes,
+            bytes_acked,
+            smss: self.config.max_fragment() as u32,
+            can_send_new,
+        };
+        self.config.mechanisms.early_retransmit(&o)
+    }
+
+    /// Arm (or stop) the early fast retransmit timer (000 §2): it expires
+    /// SRTT + RTTVAR after the earliest-sent chunk that EFR may still
+    /// resend, while the flight is below cwnd.
+    pub(crate) fn arm_efr(&mut self, now: Instant) {
+        if !self.config.mechanisms.early_fast_retransmit {
+            return;
+        }
+        let view = self.view(now);
+        let oldest = self
+            .tx
+            .chunks
+            .range(..self.tx.next_unsent)
+            .filter(|c| c.state == ChunkState::InFlight && !c.fast_retransmitted)
+            .map(|c| c.last_sent)
+            .min();
+        match (self.config.mechanisms.efr_delay(&view), oldest) {
+            (Some(d), Some(sent)) => self.timers.set(Timer::EarlyFastRtx, (sent + d).max(now)),
+            _ => self.timers.stop(Timer::EarlyFastRtx),
+        }
+    }
+
+    /// Early fast retransmit timer expiry (000 §2): if the flight is still
+    /// below cwnd, resend every chunk in flight sent at least SRTT + RTTVAR
+    /// ago ("all packets that could have been acknowledged in the
+    /// meantime"), each at most once until a T3 expiry (like §7.2.4's
+    /// once-only rule), and reduce cwnd by one MTU (not below one MTU) with
+    /// no slow start and no ssthresh change.
+    pub(crate) fn on_efr_expiry(&mut self, now: Instant) {
+        let view = self.view(now);
+        let Some(d) = self.config.mechanisms.efr_delay(&view) else {
+            return;
+        };
+        let mut any = false;
+        for i in 0..self.tx.next_unsent {
+            let c = &self.tx.chunks[i];
+            if c.state == ChunkState::InFlight && !c.fast_retransmitted && c.last_sent + d <= now {
+                self.tx.mark(i, TxReason::EarlyFastRetransmit);
+                any = true;
             }
         }
+        if any {
+            self.stats.fast_retransmits += 1;
+            self.cc.cwnd = self.cc.cwnd.saturating_sub(self.cc.mtu).max(self.cc.mtu);
+            self.record_congestion(now);
+        }
+        self.arm_efr(now);
     }
 
     /// §7.2.1: "When the endpoint does not transmit data on a given

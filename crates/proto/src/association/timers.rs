@@ -17,23 +17,27 @@ pub(crate) enum Timer {
     DelayedSack = 4,
     /// Heartbeat on an idle path (§8.3).
     Heartbeat = 5,
+    /// FreeBSD-style early fast retransmit (000 §2; mechanism, never runs
+    /// unless switched on).
+    EarlyFastRtx = 6,
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 6] = [
+    pub(crate) const ALL: [Timer; 7] = [
         Timer::T1Init,
         Timer::T1Cookie,
         Timer::T2Shutdown,
         Timer::T3Rtx,
         Timer::DelayedSack,
         Timer::Heartbeat,
+        Timer::EarlyFastRtx,
     ];
 }
 
 /// Deadlines indexed by [`Timer`]; `None` = stopped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TimerTable {
-    at: [Option<Instant>; 6],
+    at: [Option<Instant>; 7],
 }
 
 impl TimerTable {
@@ -47,7 +51,7 @@ impl TimerTable {
         self.at[t as usize].is_some()
     }
     pub(crate) fn stop_all(&mut self) {
-        self.at = [None; 6];
+        self.at = [None; 7];
     }
     /// The earliest deadline of all running timers.
     pub(crate) fn next(&self) -> Option<Instant> {

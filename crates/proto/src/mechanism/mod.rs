@@ -1,35 +1,53 @@
-//! Decision points of loss recovery and congestion control.
+//! Decision points of loss recovery and congestion control, and the
+//! thin-stream mechanisms that change them.
 //!
 //! The association core never hard-codes a rule that a thin-stream mechanism
 //! (design.md "Mechanisms"; spec §5) changes. Instead it asks [`Mechanisms`]
 //! through one method per decision, with a [`SenderView`] of the sender
 //! state. With `Mechanisms::default()` every method returns the RFC 9260
-//! answer; the thin-stream switches are added as fields of [`Mechanisms`]
-//! and consulted inside these methods, so a preset is a value, never a fork.
+//! answer; each switch is a public field, so a preset is a value, never a
+//! fork (see [`preset`] for the preset grammar and [`CATALOGUE`] for the
+//! list of mechanisms with their sources).
 //!
 //! Decision points (one method each):
 //! - [`Mechanisms::rto_floor`]: the RTO lower bound after an RTT sample (§6.3.1 C6).
 //! - [`Mechanisms::t3_backoff`]: the RTO after a T3-rtx expiry (§6.3.3 E2).
 //! - [`Mechanisms::fast_retransmit_threshold`]: missing reports before FR (§7.2.4).
-//! - [`Mechanisms::queue_on_fast_retransmit`]: which chunks a fast retransmit queues.
+//! - [`Mechanisms::early_retransmit`]: whether Early Retransmit fires on this SACK.
+//! - [`Mechanisms::queue_on_fast_retransmit`]: which extra chunks a fast retransmit queues.
 //! - [`Mechanisms::bundle_on_new_data`]: what rides along with new data.
 //! - [`Mechanisms::t3_restart_on_partial_ack`]: the T3 deadline when a SACK
 //!   acknowledges some but not all outstanding data (§6.3.2 R3).
 //! - [`Mechanisms::cwnd_on_ack`] / [`Mechanisms::cwnd_on_loss`]: congestion
 //!   window updates (§7.2.1, §7.2.2, §7.2.3).
+//! - [`Mechanisms::efr_delay`]: the FreeBSD-style early fast retransmit timer.
+//!
+//! The thin-stream test itself (seed 002 §4.2.1) lives in [`thin`]; its
+//! verdict at the moment of a decision is [`SenderView::thin`].
+
+pub mod preset;
+pub mod thin;
 
 use crate::association::congestion::{AckInfo, Congestion, LossKind};
+use serde::{Deserialize, Serialize};
 use thinstream_base::trace::TxReason;
 use thinstream_base::{Duration, Instant};
+
+pub use preset::{PresetError, CATALOGUE, PRESETS};
+pub use thin::{ThinRule, ThinTracker};
 
 /// A read-only snapshot of the sender, handed to every decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SenderView {
     pub now: Instant,
-    /// Packets sent that still carry at least one DATA chunk in flight
-    /// (neither acknowledged nor marked for retransmission); the thin-stream
-    /// test of seed 002 §4.2.1 compares this with its threshold.
+    /// Packets in flight as the thin-stream test counts them (seed 002
+    /// Fig. 4.15 / App. F packet list; see [`ThinTracker`]).
     pub packets_in_flight: u32,
+    /// The thin-stream threshold in force: thin ⇔ `packets_in_flight < thin_threshold`.
+    pub thin_threshold: u32,
+    /// The thin-stream verdict at this moment (002 §4.2.1, evaluated at
+    /// every decision so a stream switches dynamically, 000 §7.2).
+    pub thin: bool,
     /// Bytes of DATA payload in flight.
     pub flight_size: u32,
     /// DATA chunks sent and not yet acknowledged (cumulatively or by gap).
@@ -41,7 +59,10 @@ pub struct SenderView {
     pub mtu: u32,
     pub peer_rwnd: u32,
     pub srtt: Option<Duration>,
+    pub rttvar: Duration,
     pub rto: Duration,
+    /// Interval between the last two messages the application submitted.
+    pub last_message_interval: Option<Duration>,
 }
 
 /// What the fast-retransmit decision sees of one outstanding chunk.
@@ -58,22 +79,165 @@ pub struct ChunkView {
     pub last_sent: Instant,
 }
 
+/// What Early Retransmit needs to know about the outstanding data when a
+/// SACK has been processed (003 §2.2, §2.3; RFC 5827).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutstandingView {
+    /// Packets (latest transmissions) with DATA sent and not cumulatively acknowledged.
+    pub packets: u32,
+    /// Of those, packets whose every chunk is gap-acknowledged.
+    pub packets_acked: u32,
+    /// Payload bytes sent and not cumulatively acknowledged (`ownd`).
+    pub bytes: u32,
+    /// Of those, bytes gap-acknowledged.
+    pub bytes_acked: u32,
+    /// Sender maximum segment size: the largest DATA payload of one packet.
+    pub smss: u32,
+    /// Whether new data could be sent now: unsent data exists and the
+    /// peer's rwnd admits the next chunk (003 §2.2 condition).
+    pub can_send_new: bool,
+}
+
 /// What to put in front of new data in a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NewDataBundling {
     /// Only new data (RFC behaviour).
     Nothing,
     /// Outstanding, not gap-acknowledged chunks first (oldest first, as many
-    /// as fit), then the new data (spec §5.6; recorded as
-    /// [`TxReason::RedundantBundle`]).
-    OutstandingFirst,
+    /// as fit, at most `max_bytes` payload in the packet in total), then the
+    /// new data (spec §5.6; recorded as [`TxReason::RedundantBundle`]).
+    OutstandingFirst { max_bytes: Option<u32> },
+}
+
+/// Early Retransmit variant (spec §6.2, §6.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EarlyRetransmit {
+    #[default]
+    Off,
+    /// Byte-based (draft-allman-tcp-early-rexmt / RFC 5827 as 003 §2.2
+    /// states it): `ownd < 4*SMSS`, nothing new can be sent, and
+    /// `ownd - SMSS` bytes acknowledged (never when `ownd <= SMSS`, 003 §2.3).
+    Bytes,
+    /// Packet-based modification of 003 §2.3: `opkt < 4`, nothing new can be
+    /// sent, and `opkt - 1` packets acknowledged.
+    Packets,
+}
+
+/// The thin-stream test's parameters (seed 002 §4.2.1, §4.1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThinDetection {
+    pub rule: ThinRule,
+    /// Packets required to trigger a fast retransmit (3); the base limit is
+    /// `pttfr + 1` (002 eq. 4.2; App. F hard-codes 4).
+    pub pttfr: u32,
+    /// Fixed threshold overriding the computed one (thin ⇔ packets in
+    /// flight `<` this).
+    pub fixed_threshold: Option<u32>,
+    /// Recompute the loss-adjusted threshold every this many DATA packets (App. F: 30).
+    pub recompute_every: u32,
+    /// Track and trace (`Record::Thin`) the verdict even if no thin-gated
+    /// mechanism is on.
+    pub trace: bool,
+}
+
+impl Default for ThinDetection {
+    fn default() -> Self {
+        ThinDetection {
+            rule: ThinRule::SctpLossAdjusted,
+            pttfr: 3,
+            fixed_threshold: None,
+            recompute_every: 30,
+            trace: false,
+        }
+    }
+}
+
+/// Redundant data bundling on new transmissions (002 §4.2.8, App. F
+/// `thin_bundling_outstanding`; limits of 002 §7.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rdb {
+    pub enabled: bool,
+    /// Only while the stream is thin (App. F gates it so; 002 §7.3).
+    pub only_when_thin: bool,
+    /// At most this many payload bytes in the packet, new plus bundled
+    /// (like `tcp_rdb_max_bundle_bytes`, 002 §4.1.5); `None` = PMTU only.
+    pub max_bytes: Option<u32>,
+    /// Only when the message inter-arrival time exceeds SRTT (002 §7.3:
+    /// RDB then acts only upon loss).
+    pub only_when_iat_exceeds_rtt: bool,
+    /// Not when more than this many packets are in flight (002 §7.3).
+    pub max_packets_in_flight: Option<u32>,
+}
+
+impl Default for Rdb {
+    fn default() -> Self {
+        Rdb {
+            enabled: false,
+            only_when_thin: true,
+            max_bytes: None,
+            only_when_iat_exceeds_rtt: false,
+            max_packets_in_flight: None,
+        }
+    }
 }
 
 /// The mechanism switches of one association. `Default` is RFC 9260 with no
-/// thin-stream mechanism. Fields are added by the mechanisms work; each
-/// decision method below consults them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Mechanisms {}
+/// thin-stream mechanism. Serde-friendly (TOML/JSON): every field has a
+/// default, unknown fields are rejected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Mechanisms {
+    /// Thin-stream detection parameters (used by the thin-gated switches).
+    pub thin: ThinDetection,
+    /// RTO floor `thin_min_rto` instead of RTO.Min while thin, applied when
+    /// the RTO is recomputed (002 §4.2.3, `sctp_thin_minrto`).
+    pub min_rto: bool,
+    /// The thin RTO floor (200 ms = Linux TCP's RTO_min, 002 §4.2.3).
+    pub thin_min_rto: Duration,
+    /// T3 restart on a partial ack expires at oldest outstanding send time
+    /// + RTO (002 §4.2.4, `sctp_thin_restart_timer`; not gated by thin).
+    pub restart_correction: bool,
+    /// No RTO doubling on T3 expiry while thin (002 §4.2.5 / App. F,
+    /// `sctp_thin_expbackoff`).
+    pub linear_timeouts: bool,
+    /// Fast retransmit on the first missing report while thin (002 §4.2.6, `sctp_thin_fr`).
+    pub modified_fast_retransmit: bool,
+    /// On a fast retransmit while thin, queue every outstanding chunk that
+    /// is not gap-acked (002 §4.2.7, `sctp_thin_bundling_fr`).
+    pub bundle_on_fast_retransmit: bool,
+    /// Redundant data bundling on new transmissions (002 §4.2.8).
+    pub rdb: Rdb,
+    /// Early Retransmit (003 §2.2 byte-based, §2.3 packet-based).
+    pub early_retransmit: EarlyRetransmit,
+    /// FreeBSD-style early fast retransmit (000 §2; see [`Mechanisms::efr_delay`]).
+    pub early_fast_retransmit: bool,
+    /// Congestion decrease to 0.875·cwnd instead of ½ (004 §4 eq. 2).
+    pub cc_decrease_0875: bool,
+    /// Scalable-TCP increase in congestion avoidance (004 §4 eq. 1, 002 §3.1.8).
+    pub cc_scalable_increase: bool,
+}
+
+impl Default for Mechanisms {
+    fn default() -> Self {
+        Mechanisms {
+            thin: ThinDetection::default(),
+            min_rto: false,
+            thin_min_rto: Duration::from_millis(200),
+            restart_correction: false,
+            linear_timeouts: false,
+            modified_fast_retransmit: false,
+            bundle_on_fast_retransmit: false,
+            rdb: Rdb::default(),
+            early_retransmit: EarlyRetransmit::Off,
+            early_fast_retransmit: false,
+            cc_decrease_0875: false,
+            cc_scalable_increase: false,
+        }
+    }
+}
 
 impl Mechanisms {
     /// The RFC 9260 behaviour (no mechanism).
@@ -81,59 +245,169 @@ impl Mechanisms {
         Mechanisms::default()
     }
 
+    /// Every thin-stream mechanism of 002 §4.2 (the `thin` preset's set):
+    /// minRTO, timer-restart correction, linear timeouts, modified fast
+    /// retransmit, bundling on fast retransmit.
+    pub fn thin_002() -> Self {
+        Mechanisms {
+            min_rto: true,
+            restart_correction: true,
+            linear_timeouts: true,
+            modified_fast_retransmit: true,
+            bundle_on_fast_retransmit: true,
+            ..Mechanisms::default()
+        }
+    }
+
+    /// Whether any switch consults the thin-stream test (or tracing of it
+    /// was asked for): only then is the packet list kept and `Record::Thin`
+    /// written, so the `rfc` trace is unchanged.
+    pub fn uses_thin_detection(&self) -> bool {
+        self.thin.trace
+            || self.min_rto
+            || self.linear_timeouts
+            || self.modified_fast_retransmit
+            || self.bundle_on_fast_retransmit
+            || (self.rdb.enabled && self.rdb.only_when_thin)
+    }
+
     /// §6.3.1 C6: "Whenever RTO is computed, if it is less than RTO.Min
-    /// seconds, then it is rounded up to RTO.Min seconds."
-    pub fn rto_floor(&self, _view: &SenderView, rto_min: Duration) -> Duration {
-        rto_min
+    /// seconds, then it is rounded up to RTO.Min seconds." 002 §4.2.3: while
+    /// thin the floor is 200 ms (never raised above RTO.Min).
+    pub fn rto_floor(&self, view: &SenderView, rto_min: Duration) -> Duration {
+        if self.min_rto && view.thin {
+            rto_min.min(self.thin_min_rto)
+        } else {
+            rto_min
+        }
     }
 
     /// §6.3.3 E2: "set RTO <- RTO * 2 ('back off the timer')", capped by
-    /// RTO.max (§6.3.1 C7).
-    pub fn t3_backoff(&self, _view: &SenderView, rto: Duration, rto_max: Duration) -> Duration {
-        rto.saturating_mul(2).min(rto_max)
+    /// RTO.max (§6.3.1 C7). 002 §4.2.5 (App. F patch semantics, spec §13
+    /// item 4): while thin the RTO is left unchanged.
+    pub fn t3_backoff(&self, view: &SenderView, rto: Duration, rto_max: Duration) -> Duration {
+        if self.linear_timeouts && view.thin {
+            rto.min(rto_max)
+        } else {
+            rto.saturating_mul(2).min(rto_max)
+        }
     }
 
-    /// §7.2.4: fast retransmit after `configured` (3) miss indications.
-    pub fn fast_retransmit_threshold(&self, _view: &SenderView, configured: u32) -> u32 {
-        configured.max(1)
+    /// §7.2.4: fast retransmit after `configured` (3) miss indications;
+    /// 002 §4.2.6: after the first one while thin.
+    pub fn fast_retransmit_threshold(&self, view: &SenderView, configured: u32) -> u32 {
+        if self.modified_fast_retransmit && view.thin {
+            1
+        } else {
+            configured.max(1)
+        }
     }
 
-    /// Called on a fast retransmit for every outstanding chunk: `Some(reason)`
-    /// queues it for retransmission. RFC: exactly the chunks reported lost.
+    /// Early Retransmit: whether the chunks reported missing by this SACK
+    /// (and below the threshold) are retransmitted now, as
+    /// [`TxReason::EarlyRetransmit`].
+    pub fn early_retransmit(&self, o: &OutstandingView) -> bool {
+        if o.can_send_new {
+            return false;
+        }
+        match self.early_retransmit {
+            EarlyRetransmit::Off => false,
+            // 003 §2.2: ownd < 4*SMSS, FR when ownd - SMSS bytes are
+            // acknowledged; 003 §2.3: with ownd <= SMSS that can never happen.
+            EarlyRetransmit::Bytes => {
+                o.bytes < 4 * o.smss && o.bytes > o.smss && o.bytes_acked >= o.bytes - o.smss
+            }
+            // 003 §2.3: opkt < 4, FR when opkt - 1 packets are acknowledged
+            // (a single outstanding packet cannot be early-retransmitted).
+            EarlyRetransmit::Packets => {
+                o.packets < 4 && o.packets >= 2 && o.packets_acked >= o.packets - 1
+            }
+        }
+    }
+
+    /// Called on a fast retransmit for every outstanding chunk that was not
+    /// reported lost: `Some(reason)` queues it too. RFC: none. 002 §4.2.7
+    /// (`check_stream_before_add`): while thin, every chunk not gap-acked.
     pub fn queue_on_fast_retransmit(
         &self,
-        _view: &SenderView,
+        view: &SenderView,
         chunk: &ChunkView,
     ) -> Option<TxReason> {
-        chunk.reported_lost.then_some(TxReason::FastRetransmit)
+        if chunk.reported_lost {
+            return Some(TxReason::FastRetransmit);
+        }
+        (self.bundle_on_fast_retransmit && view.thin && !chunk.gap_acked)
+            .then_some(TxReason::BundledOnRetransmit)
     }
 
-    /// What to bundle in front of new data. RFC: nothing.
-    pub fn bundle_on_new_data(&self, _view: &SenderView) -> NewDataBundling {
-        NewDataBundling::Nothing
+    /// What to bundle in front of new data. RFC: nothing. 002 §4.2.8 with
+    /// the activation limits of 002 §7.3.
+    pub fn bundle_on_new_data(&self, view: &SenderView) -> NewDataBundling {
+        let r = &self.rdb;
+        if !r.enabled || (r.only_when_thin && !view.thin) {
+            return NewDataBundling::Nothing;
+        }
+        if let Some(cap) = r.max_packets_in_flight {
+            if view.packets_in_flight > cap {
+                return NewDataBundling::Nothing;
+            }
+        }
+        if r.only_when_iat_exceeds_rtt {
+            match (view.last_message_interval, view.srtt) {
+                (Some(iat), Some(srtt)) if iat > srtt => {}
+                _ => return NewDataBundling::Nothing,
+            }
+        }
+        NewDataBundling::OutstandingFirst {
+            max_bytes: r.max_bytes,
+        }
     }
 
     /// §6.3.2 R3: "Whenever a SACK chunk is received that acknowledges the
     /// DATA chunk with the earliest outstanding TSN for that address, restart
     /// the T3-rtx timer for that address with its current RTO". `oldest_sent`
-    /// is when the oldest chunk still outstanding was last sent.
+    /// is when the earliest-sent chunk still in flight (not gap-acked) was
+    /// sent. 002 §4.2.4: with the correction the timer expires one RTO after
+    /// that send time (at once if that is already past).
     pub fn t3_restart_on_partial_ack(
         &self,
         view: &SenderView,
         rto: Duration,
-        _oldest_sent: Option<Instant>,
+        oldest_sent: Option<Instant>,
     ) -> Instant {
-        view.now + rto
+        match oldest_sent {
+            Some(sent) if self.restart_correction => (sent + rto).max(view.now),
+            _ => view.now + rto,
+        }
     }
 
     /// Congestion window on a SACK that newly acknowledged data.
     pub fn cwnd_on_ack(&self, _view: &SenderView, cc: &mut Congestion, ack: &AckInfo) {
-        cc.rfc_on_ack(ack);
+        if self.cc_scalable_increase {
+            cc.scalable_on_ack(ack);
+        } else {
+            cc.rfc_on_ack(ack);
+        }
     }
 
     /// Congestion window on loss detection (fast retransmit entering fast
     /// recovery, or T3-rtx expiry).
     pub fn cwnd_on_loss(&self, _view: &SenderView, cc: &mut Congestion, kind: LossKind) {
-        cc.rfc_on_loss(kind);
+        if self.cc_decrease_0875 {
+            cc.decrease_0875_on_loss(kind);
+        } else {
+            cc.rfc_on_loss(kind);
+        }
+    }
+
+    /// FreeBSD-style early fast retransmit (000 §2): `Some(delay)` arms a
+    /// timer `delay` after the oldest packet in flight was sent, while the
+    /// flight is below cwnd; the timer "closely follows RTT + RTTVAR". No
+    /// RTT sample yet: not armed.
+    pub fn efr_delay(&self, view: &SenderView) -> Option<Duration> {
+        if !self.early_fast_retransmit || view.flight_size >= view.cwnd {
+            return None;
+        }
+        view.srtt.map(|s| s + view.rttvar)
     }
 }

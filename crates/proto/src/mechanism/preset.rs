@@ -1,0 +1,329 @@
+//! Preset strings: `base+token+token...` naming a whole [`Config`].
+//!
+//! # Grammar
+//!
+//! ```text
+//! preset    := base ( "+" token )*
+//! base      := "rfc" | "linux" | "lksctp-mod" | "thin"
+//! token     := switch | parameter
+//! switch    := "lt" | "minrto" | "mfr" | "restart" | "bfr" | "rdb" | "er-byte"
+//!            | "er-packet" | "efr" | "cc004" | "stcp" | "all" | "thin-tcp"
+//!            | "thin-detect" | "rdb-iat" | "rdb-always" | "nodelack"
+//! parameter := name "=" unsigned-integer      (times in milliseconds)
+//! name      := "pttfr" | "thin-limit" | "rdb-bytes" | "rdb-pif" | "frt"
+//!            | "delack" | "rto-min" | "rto-initial" | "rto-max" | "thin-minrto"
+//! ```
+//!
+//! Tokens apply left to right on top of the base; whitespace around tokens
+//! is ignored; names are lower case. Every base, switch and parameter with
+//! its one-line meaning and source is in [`CATALOGUE`] (the CLI's
+//! `thinstream mechanisms` prints that table), the bases with their content
+//! in [`PRESETS`].
+//!
+//! # Bases
+//!
+//! - `rfc`: RFC 9260 defaults (`Config::default()`).
+//! - `linux`: unmodified lksctp of the documents' era (Linux 2.6.16):
+//!   RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s (000 §4, 002 §3.3.3),
+//!   delayed SACK on with 200 ms (002 §3.4 item 1: "with no option to
+//!   disable"), fast retransmit after **4** missing reports. Why 4 (spec
+//!   §13 item 3): 002 §3.4 says the lksctp tested "needed 4 duplicate
+//!   SACKs" (RFC 2960 rule), 003 footnote 4 says lksctp 2.6.15 used four,
+//!   004 §2 says four, and 001's M = 6 matches four; only 000 §5.1 says 3
+//!   and the patch's `tsn_missing_report >= 3` can count four SACKs
+//!   depending on where the first report is counted. `frt=3` selects 3.
+//! - `lksctp-mod`: `linux` + the timer-restart correction. 002 §5.3.2:
+//!   "The timer reset modification was active for all SCTP variations
+//!   except unmodified lksctp", so the documents' `LT`, `minRTO` and `mFR`
+//!   variants are `lksctp-mod+lt`, `lksctp-mod+minrto`, `lksctp-mod+mfr`
+//!   (equivalently `linux+restart+lt`, ...), while `linux+lt` is LT alone.
+//! - `thin`: `linux` + every mechanism of 002 §4.2 (thin detection with the
+//!   loss-adjusted threshold, minRTO 200 ms, timer-restart correction,
+//!   linear timeouts, modified fast retransmit, bundling on fast
+//!   retransmit). Delayed SACK stays as in `linux`: it is the receiver's
+//!   setting; the documents' lab runs turned it off (000 §6, 002 §5.3), add
+//!   `+nodelack` for that.
+
+use std::fmt;
+
+use thinstream_base::Duration;
+
+use super::{EarlyRetransmit, Mechanisms, ThinRule};
+use crate::config::{Config, DelayedSack};
+
+/// What a catalogue entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenKind {
+    /// A preset base (first word).
+    Base,
+    /// A switch token (`+name`).
+    Switch,
+    /// A parameter token (`+name=N`).
+    Parameter,
+}
+
+/// One line of the mechanism catalogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogueEntry {
+    pub token: &'static str,
+    pub kind: TokenKind,
+    pub summary: &'static str,
+    /// Document section it comes from (spec section in brackets).
+    pub source: &'static str,
+}
+
+const fn entry(
+    token: &'static str,
+    kind: TokenKind,
+    summary: &'static str,
+    source: &'static str,
+) -> CatalogueEntry {
+    CatalogueEntry {
+        token,
+        kind,
+        summary,
+        source,
+    }
+}
+
+use TokenKind::{Base, Parameter, Switch};
+
+/// Every base, switch and parameter the preset grammar accepts.
+pub const CATALOGUE: &[CatalogueEntry] = &[
+    entry("rfc", Base, "RFC 9260 defaults: RTO 1 s/1 s/60 s, FR after 3 reports, delayed SACK 200 ms", "RFC 9260 §16"),
+    entry("linux", Base, "lksctp 2.6.16: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s, delayed SACK 200 ms, FR after 4 reports", "000 §4; 002 §3.3.3, §3.4 [spec 1.4, 13.3]"),
+    entry("lksctp-mod", Base, "linux + timer-restart correction (the patched kernel every modified variant ran on)", "002 §5.3.2 [spec 5.8]"),
+    entry("thin", Base, "linux + thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2 [spec 5]"),
+    entry("lt", Switch, "linear timeouts: no RTO doubling on T3 expiry while thin", "002 §4.2.5, App. F [spec 5.3, 13.4]"),
+    entry("minrto", Switch, "RTO floor 200 ms instead of RTO.Min while thin (applied when the RTO is recomputed)", "002 §4.2.3 [spec 5.1]"),
+    entry("mfr", Switch, "modified fast retransmit: FR on the first missing report while thin", "002 §4.2.6 [spec 5.4]"),
+    entry("restart", Switch, "timer-restart correction: T3 expires one RTO after the oldest outstanding chunk was sent (not gated by thin)", "002 §4.2.4 [spec 5.2]"),
+    entry("bfr", Switch, "bundling on fast retransmit: while thin, FR also resends every outstanding chunk not gap-acked", "002 §4.2.7 [spec 5.5]"),
+    entry("rdb", Switch, "redundant data bundling: new packets also carry the oldest unacked, not gap-acked chunks that fit (while thin)", "002 §4.2.8, App. F, §7.3 [spec 5.6]"),
+    entry("er-byte", Switch, "Early Retransmit, byte-based: ownd < 4 SMSS, nothing new to send, FR when ownd - SMSS bytes acked", "003 §2.2; RFC 5827 [spec 6.2]"),
+    entry("er-packet", Switch, "Early Retransmit, packet-based: opkt < 4, nothing new to send, FR when opkt - 1 packets acked", "003 §2.3 [spec 6.3]"),
+    entry("efr", Switch, "FreeBSD early fast retransmit: timer SRTT + RTTVAR while flight < cwnd, resend what could have been acked, cwnd -= 1 MTU", "000 §2; 002 §3.8.3 [spec 6.1]"),
+    entry("cc004", Switch, "congestion decrease to 0.875 cwnd instead of 1/2", "004 §4 eq. 2 [spec 7, 13.17]"),
+    entry("stcp", Switch, "Scalable-TCP increase in congestion avoidance: +0.01 MTU per MTU acked", "004 §4 eq. 1; 002 §3.1.8 [spec 7, 13.17]"),
+    entry("all", Switch, "the thin set: thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2 [spec 5]"),
+    entry("thin-tcp", Switch, "thin test in the TCP form: packets in flight < pttfr + 1 (4), no loss adjustment", "002 §4.1.1, App. E [spec 2.1]"),
+    entry("thin-detect", Switch, "track and trace the thin verdict (Record::Thin) without changing behaviour", "002 §4.2.1 [spec 2.2]"),
+    entry("rdb-iat", Switch, "RDB only when the message inter-arrival time exceeds SRTT", "002 §7.3 [spec 4.3.5]"),
+    entry("rdb-always", Switch, "RDB not gated by the thin test (the TCP variant's behaviour)", "002 §4.1.5, §7.3 [spec 4.3]"),
+    entry("nodelack", Switch, "receiver: delayed SACK off (every DATA packet SACKed at once)", "000 §6; 002 §5.3 [spec 1.5]"),
+    entry("pttfr=N", Parameter, "packets to trigger FR in the thin formula (pttfr + 1)/(1 - lossrate); default 3", "002 eq. 4.2 [spec 2.2]"),
+    entry("thin-limit=N", Parameter, "fixed thin threshold: thin while packets in flight < N", "002 §4.2.1, §7.3 [spec 2]"),
+    entry("rdb-bytes=N", Parameter, "RDB on, packet payload (new + bundled) at most N bytes", "002 §4.1.5 Table 4.1 [spec 4.3.4]"),
+    entry("rdb-pif=N", Parameter, "RDB on, but not with more than N packets in flight", "002 §7.3 [spec 4.3.5]"),
+    entry("frt=N", Parameter, "missing reports that trigger fast retransmit", "RFC 9260 §7.2.4; RFC 2960 [spec 1.4]"),
+    entry("delack=MS", Parameter, "receiver: delayed SACK on with this timeout", "RFC 9260 §6.2 [spec 1.5]"),
+    entry("rto-min=MS", Parameter, "RTO.Min", "RFC 9260 §16"),
+    entry("rto-initial=MS", Parameter, "RTO.Initial", "RFC 9260 §16"),
+    entry("rto-max=MS", Parameter, "RTO.Max", "RFC 9260 §16"),
+    entry("thin-minrto=MS", Parameter, "the thin RTO floor of minrto (default 200)", "002 §4.2.3 [spec 5.1]"),
+];
+
+/// The preset bases and what they contain (for the CLI and docs).
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "rfc",
+        "Config::default(): RFC 9260 §16 parameters, no mechanism",
+    ),
+    (
+        "linux",
+        "rto-initial=3000, rto-min=1000, rto-max=60000, delack=200, frt=4; no mechanism",
+    ),
+    ("lksctp-mod", "linux + restart"),
+    (
+        "thin",
+        "linux + all (thin detection, minrto, restart, lt, mfr, bfr)",
+    ),
+];
+
+/// A preset string that does not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresetError {
+    pub input: String,
+    pub reason: String,
+}
+
+impl fmt::Display for PresetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SCTP preset {:?}: {}", self.input, self.reason)
+    }
+}
+
+impl std::error::Error for PresetError {}
+
+fn names(kind: TokenKind) -> String {
+    CATALOGUE
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.token)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Config {
+    /// The `linux` base (see the [module docs](self)).
+    pub fn linux() -> Config {
+        Config {
+            rto_initial: Duration::from_secs(3),
+            rto_min: Duration::from_secs(1),
+            rto_max: Duration::from_secs(60),
+            delayed_sack: DelayedSack::default(),
+            fast_retransmit_threshold: 4,
+            ..Config::default()
+        }
+    }
+
+    /// Parses a preset string (grammar in [`crate::mechanism::preset`]).
+    pub fn from_preset(spec: &str) -> Result<Config, PresetError> {
+        let err = |reason: String| PresetError {
+            input: spec.to_string(),
+            reason,
+        };
+        let mut words = spec.split('+').map(str::trim);
+        let base = words.next().unwrap_or("");
+        let mut c = match base {
+            "rfc" => Config::default(),
+            "linux" => Config::linux(),
+            "lksctp-mod" => {
+                let mut c = Config::linux();
+                c.mechanisms.restart_correction = true;
+                c
+            }
+            "thin" => Config {
+                mechanisms: Mechanisms::thin_002(),
+                ..Config::linux()
+            },
+            other => {
+                return Err(err(format!(
+                    "unknown base {other:?}; valid bases: {}",
+                    names(Base)
+                )))
+            }
+        };
+        for word in words {
+            apply_token(&mut c, word).map_err(err)?;
+        }
+        Ok(c)
+    }
+}
+
+fn number(name: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .map_err(|_| format!("token {name}={value:?} needs an unsigned integer"))
+}
+
+fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
+    let m = &mut c.mechanisms;
+    match word {
+        "" => return Err("empty token (two '+' in a row or a trailing '+')".into()),
+        "lt" => m.linear_timeouts = true,
+        "minrto" => m.min_rto = true,
+        "mfr" => m.modified_fast_retransmit = true,
+        "restart" => m.restart_correction = true,
+        "bfr" => m.bundle_on_fast_retransmit = true,
+        "rdb" => m.rdb.enabled = true,
+        "er-byte" => m.early_retransmit = EarlyRetransmit::Bytes,
+        "er-packet" => m.early_retransmit = EarlyRetransmit::Packets,
+        "efr" => m.early_fast_retransmit = true,
+        "cc004" => m.cc_decrease_0875 = true,
+        "stcp" => m.cc_scalable_increase = true,
+        "all" => {
+            // The `thin` set (Mechanisms::thin_002), added to what is on.
+            m.min_rto = true;
+            m.restart_correction = true;
+            m.linear_timeouts = true;
+            m.modified_fast_retransmit = true;
+            m.bundle_on_fast_retransmit = true;
+        }
+        "thin-tcp" => m.thin.rule = ThinRule::TcpPacketsOut,
+        "thin-detect" => m.thin.trace = true,
+        "rdb-iat" => {
+            m.rdb.enabled = true;
+            m.rdb.only_when_iat_exceeds_rtt = true;
+        }
+        "rdb-always" => {
+            m.rdb.enabled = true;
+            m.rdb.only_when_thin = false;
+        }
+        "nodelack" => c.delayed_sack = DelayedSack::off(),
+        _ => {
+            let Some((name, value)) = word.split_once('=') else {
+                return Err(format!(
+                    "unknown token {word:?}; valid switches: {}; valid parameters: {}",
+                    names(Switch),
+                    names(Parameter)
+                ));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            let n = number(name, value)?;
+            let small = |n: u64| -> Result<u32, String> {
+                u32::try_from(n).map_err(|_| format!("token {name}={n} is too large"))
+            };
+            let positive = |n: u64| -> Result<u32, String> {
+                if n == 0 {
+                    Err(format!("token {name}=0: must be at least 1"))
+                } else {
+                    small(n)
+                }
+            };
+            match name {
+                "pttfr" => m.thin.pttfr = small(n)?,
+                "thin-limit" => m.thin.fixed_threshold = Some(positive(n)?),
+                "rdb-bytes" => {
+                    m.rdb.enabled = true;
+                    m.rdb.max_bytes = Some(positive(n)?);
+                }
+                "rdb-pif" => {
+                    m.rdb.enabled = true;
+                    m.rdb.max_packets_in_flight = Some(small(n)?);
+                }
+                "frt" => c.fast_retransmit_threshold = positive(n)?,
+                "delack" => {
+                    if n == 0 || n > 500 {
+                        return Err(format!(
+                            "token delack={n}: the SACK delay must be 1..=500 ms (RFC 9260 §6.2)"
+                        ));
+                    }
+                    c.delayed_sack = DelayedSack {
+                        enabled: true,
+                        timeout: Duration::from_millis(n),
+                        ..DelayedSack::default()
+                    };
+                }
+                "rto-min" => c.rto_min = Duration::from_millis(n),
+                "rto-initial" => c.rto_initial = Duration::from_millis(positive(n)?.into()),
+                "rto-max" => c.rto_max = Duration::from_millis(positive(n)?.into()),
+                "thin-minrto" => {
+                    m.min_rto = true;
+                    m.thin_min_rto = Duration::from_millis(n);
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown parameter {name:?}; valid parameters: {}; valid switches: {}",
+                        names(Parameter),
+                        names(Switch)
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_tokens_are_unique() {
+        let mut t: Vec<_> = CATALOGUE.iter().map(|e| e.token).collect();
+        t.sort_unstable();
+        t.dedup();
+        assert_eq!(t.len(), CATALOGUE.len());
+    }
+}
