@@ -154,12 +154,13 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
         let mtt = r
             .variants
             .iter()
-            .any(|v| v.points.iter().any(|p| p.mtt_median_ms.is_some()));
+            .any(|v| v.points.iter().any(|p| p.mtt_ms_compared.is_some()));
         if mtt {
             let avail: Vec<_> = r.variants.iter().filter(|v| v.available).collect();
             let _ = writeln!(
                 out,
-                "Message transfer time of the message hit by the drop (median over repetitions, ms) per {}:\n",
+                "Message transfer time of the message hit by the drop ({} over repetitions, ms) per {}:\n",
+                r.mtt_statistic.name(),
                 sw.parameter
             );
             let _ = write!(out, "| {} |", sw.parameter);
@@ -172,7 +173,7 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
             for (i, value) in sw.values.iter().enumerate() {
                 let _ = write!(out, "| {value} |");
                 for v in &avail {
-                    let _ = write!(out, " {} |", cell(v.points[i].mtt_median_ms, 1));
+                    let _ = write!(out, " {} |", v.points[i].mtt_text(r.mtt_statistic));
                 }
                 out.push('\n');
             }

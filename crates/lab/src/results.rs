@@ -30,11 +30,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use thinstream_base::Duration;
-use thinstream_metrics::{median, mtt_reduction, LatencyMs, RetransmissionRow, Summary};
+use thinstream_metrics::{mean_ci95, median, mtt_reduction, LatencyMs, RetransmissionRow, Summary};
 
 use crate::plan::Plan;
 use crate::runner::RunOutcome;
-use crate::scenario::{Overrides, SweepParameter};
+use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 
 /// The whole `results.json`.
 #[derive(Clone, Debug, Serialize)]
@@ -53,6 +53,8 @@ pub struct Results {
     pub sweep: Option<SweepInfo>,
     pub variants: Vec<VariantResult>,
     pub mtt_reduction: Option<BTreeMap<String, Reduction>>,
+    /// `"median"` or `"mean"`: the MTT statistic of `mtt_ms_compared`.
+    pub mtt_statistic: MttStatistic,
     pub reference: Option<serde_json::Value>,
 }
 
@@ -147,6 +149,27 @@ pub struct PointResult {
     pub mtt_ms: Option<Vec<Option<f64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtt_median_ms: Option<f64>,
+    /// Mean over repetitions and the half-width of its 95% confidence
+    /// interval (Student's t; needs two or more repetitions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtt_mean_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtt_ci95_ms: Option<f64>,
+    /// The statistic `[metrics] mtt` selects (what tables and reductions use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtt_ms_compared: Option<f64>,
+}
+
+impl PointResult {
+    /// The compared MTT as text: `123.4`, or `123.4 ± 5.6` for a mean
+    /// with its 95% confidence half-width; `-` if unknown.
+    pub fn mtt_text(&self, statistic: MttStatistic) -> String {
+        match (self.mtt_ms_compared, statistic, self.mtt_ci95_ms) {
+            (None, _, _) => "-".into(),
+            (Some(m), MttStatistic::Mean, Some(h)) => format!("{m:.1} ± {h:.1}"),
+            (Some(m), _, _) => format!("{m:.1}"),
+        }
+    }
 }
 
 /// MTT reduction of one variant against the baseline.
@@ -205,22 +228,30 @@ impl Results {
                         .filter(|o| o.spec.point == Some(pi))
                         .collect();
                     let summary = Summary::pooled(here.iter().flat_map(|o| o.flows.iter()), kind);
-                    let (mtt_ms, mtt_median_ms) = if drop_sweep {
-                        let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
-                        let known: Vec<Duration> = per.iter().flatten().copied().collect();
-                        (
-                            Some(per.iter().map(|m| m.map(ms)).collect()),
-                            median(&known).map(ms),
-                        )
-                    } else {
-                        (None, None)
-                    };
-                    PointResult {
+                    let mut point = PointResult {
                         value: p.label(),
                         summary,
-                        mtt_ms,
-                        mtt_median_ms,
+                        mtt_ms: None,
+                        mtt_median_ms: None,
+                        mtt_mean_ms: None,
+                        mtt_ci95_ms: None,
+                        mtt_ms_compared: None,
+                    };
+                    if drop_sweep {
+                        let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
+                        let known: Vec<Duration> = per.iter().flatten().copied().collect();
+                        let known_ms: Vec<f64> = known.iter().map(|d| ms(*d)).collect();
+                        point.mtt_ms = Some(per.iter().map(|m| m.map(ms)).collect());
+                        point.mtt_median_ms = median(&known).map(ms);
+                        point.mtt_mean_ms = (!known_ms.is_empty())
+                            .then(|| known_ms.iter().sum::<f64>() / known_ms.len() as f64);
+                        point.mtt_ci95_ms = mean_ci95(&known_ms).map(|(_, h)| h);
+                        point.mtt_ms_compared = match s.metrics.mtt {
+                            MttStatistic::Median => point.mtt_median_ms,
+                            MttStatistic::Mean => point.mtt_mean_ms,
+                        };
                     }
+                    point
                 })
                 .collect();
             variants.push(VariantResult {
@@ -261,8 +292,8 @@ impl Results {
                                 .iter()
                                 .zip(&v.points)
                                 .map(|(pb, pv)| {
-                                    let std = pb.mtt_median_ms?;
-                                    let imp = pv.mtt_median_ms?;
+                                    let std = pb.mtt_ms_compared?;
+                                    let imp = pv.mtt_ms_compared?;
                                     mtt_reduction(
                                         Duration::from_nanos((std * 1e6) as u64),
                                         Duration::from_nanos((imp * 1e6) as u64),
@@ -301,6 +332,7 @@ impl Results {
             }),
             variants,
             mtt_reduction,
+            mtt_statistic: s.metrics.mtt,
             reference: s
                 .reference
                 .as_ref()

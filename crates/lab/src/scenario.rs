@@ -33,6 +33,8 @@
 //! latency = "application"              # the latency the tables report
 //! owd = "min-observed"                 # "none" | "min-observed" | "drift-corrected" | "50ms"
 //! also = ["ack"]                       # further latency kinds stored in results.json
+//! baseline = "standard"                # MTT reductions against this variant (drop sweeps)
+//! mtt = "median"                       # or "mean": the per-point MTT statistic compared
 //!
 //! [sweep]                              # optional: one parameter varied
 //! parameter = "drop-data-packet"       # | "loss" | "delay"
@@ -316,6 +318,29 @@ pub struct MetricsSpec {
     /// The variant that MTT reductions are computed against (003 §3).
     #[serde(default)]
     pub baseline: Option<String>,
+    /// Which MTT statistic per point the reductions and tables use: the
+    /// median (003 pattern (i), 3 replications) or the mean (patterns (ii)
+    /// and (iii), 40 replications with 95% confidence intervals).
+    #[serde(default)]
+    pub mtt: MttStatistic,
+}
+
+/// See [`MetricsSpec::mtt`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MttStatistic {
+    #[default]
+    Median,
+    Mean,
+}
+
+impl MttStatistic {
+    pub const fn name(self) -> &'static str {
+        match self {
+            MttStatistic::Median => "median",
+            MttStatistic::Mean => "mean",
+        }
+    }
 }
 
 fn application() -> LatencyKind {
@@ -329,6 +354,7 @@ impl Default for MetricsSpec {
             owd: OwdSpec::default(),
             also: Vec::new(),
             baseline: None,
+            mtt: MttStatistic::Median,
         }
     }
 }

@@ -188,7 +188,8 @@ pub fn render(r: &Results) -> String {
         if mtt {
             let _ = writeln!(
                 out,
-                "\nmessage transfer time of the message hit by the drop (median over repetitions, ms), per {}:",
+                "\nmessage transfer time of the message hit by the drop ({} over repetitions, ms), per {}:",
+                r.mtt_statistic.name(),
                 sw.parameter
             );
         } else {
@@ -211,7 +212,7 @@ pub fn render(r: &Results) -> String {
             for v in &avail {
                 let p = &v.points[i];
                 row.push(if mtt {
-                    cell(p.mtt_median_ms, 1)
+                    p.mtt_text(r.mtt_statistic)
                 } else {
                     cell(p.summary.latency_ms.map(|l| l.p99), 1)
                 });

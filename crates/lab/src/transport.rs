@@ -45,7 +45,7 @@ impl fmt::Display for PresetIssue {
 }
 
 /// SCTP preset bases named by design.md ("Mechanisms").
-const SCTP_BASES: [&str; 3] = ["rfc", "linux", "thin"];
+const SCTP_BASES: [&str; 4] = ["rfc", "linux", "lksctp-mod", "thin"];
 /// Mechanism words of design.md and spec §5-§7 that a preset may combine.
 const SCTP_MECHANISMS: [&str; 12] = [
     "lt",
