@@ -9,6 +9,7 @@
 use std::fmt;
 
 use thinstream_base::drive::Transport;
+use thinstream_proto::mechanism::CATALOGUE;
 use thinstream_proto::{Association, Config as SctpConfig, DelayedSack};
 use thinstream_sim::EndpointSetup;
 use thinstream_tcp::{TcpConfig, TcpConnection};
@@ -44,55 +45,29 @@ impl fmt::Display for PresetIssue {
     }
 }
 
-/// SCTP preset bases named by design.md ("Mechanisms").
-const SCTP_BASES: [&str; 4] = ["rfc", "linux", "lksctp-mod", "thin"];
-/// Mechanism words of design.md and spec §5-§7 that a preset may combine.
-const SCTP_MECHANISMS: [&str; 12] = [
-    "lt",
-    "minrto",
-    "mfr",
-    "all",
-    "restart",
-    "bfr",
-    "rdb",
-    "er-byte",
-    "er-packet",
-    "efr",
-    "stcp",
-    "thin-detect",
-];
-
-/// The SCTP configuration for a preset string (`rfc`, `linux`, `thin`,
-/// `base+mechanism+...`).
+/// The SCTP configuration for a preset string (`rfc`, `linux`,
+/// `lksctp-mod`, `thin`, `base+token+...`), parsed by
+/// `thinstream_proto::Config::from_preset` (grammar and catalogue in
+/// `thinstream_proto::mechanism::preset`).
 ///
-/// `thinstream_proto` does not export preset parsing yet
-/// (`Config::from_preset` is being added by the mechanisms work), so this
-/// accepts `rfc` (= `Config::default()`, RFC 9260 §16) and reports every
-/// other known name as not available yet, naming what is missing; unknown
-/// words are errors.
+/// A string whose every word is in the proto catalogue but which still does
+/// not parse names something this build cannot do yet: the variant is
+/// reported unavailable (and the others run). Any other failure is a typo
+/// in the scenario and an error.
 pub fn sctp_config(spec: &str) -> Result<SctpConfig, PresetIssue> {
-    let mut words = spec.trim().split('+').map(str::trim);
-    let base = words.next().unwrap_or("");
-    if !SCTP_BASES.contains(&base) {
-        return Err(PresetIssue::Unknown(format!(
-            "SCTP preset base {base:?} is not one of {}",
-            SCTP_BASES.join(", ")
-        )));
-    }
-    let mechanisms: Vec<&str> = words.collect();
-    if let Some(bad) = mechanisms.iter().find(|m| !SCTP_MECHANISMS.contains(m)) {
-        return Err(PresetIssue::Unknown(format!(
-            "SCTP mechanism {bad:?} is not one of {}",
-            SCTP_MECHANISMS.join(", ")
-        )));
-    }
-    if base == "rfc" && mechanisms.is_empty() {
-        return Ok(SctpConfig::default());
-    }
-    Err(PresetIssue::NotAvailable(format!(
-        "SCTP preset {spec:?} is not available in this build yet \
-         (thinstream_proto has no preset parser; only \"rfc\" runs)"
-    )))
+    SctpConfig::from_preset(spec).map_err(|e| {
+        let known = |word: &str| {
+            let name = word.split('=').next().unwrap_or("").trim();
+            CATALOGUE
+                .iter()
+                .any(|c| c.token.split('=').next() == Some(name))
+        };
+        if spec.split('+').all(known) {
+            PresetIssue::NotAvailable(e.to_string())
+        } else {
+            PresetIssue::Unknown(e.to_string())
+        }
+    })
 }
 
 /// The TCP configuration for a profile string (`newreno`, `linux-2.6.23+lt`, ...).
