@@ -54,5 +54,5 @@ pub use association::congestion::{AckInfo, Congestion, LossKind};
 pub use association::{Association, State};
 pub use config::{Config, DelayedSack};
 pub use endpoint::{AssociationId, Endpoint};
-pub use mechanism::Mechanisms;
+pub use mechanism::{Mechanisms, PresetError};
 pub use trace::Stats;
