@@ -36,6 +36,8 @@ struct Params {
     /// Also send from the server to the client.
     both_ways: bool,
     max_len: u64,
+    /// Gap between messages: uniform below this many microseconds.
+    max_gap_us: u64,
 }
 
 const DEFAULT: Params = Params {
@@ -44,6 +46,7 @@ const DEFAULT: Params = Params {
     reorder: 0.05,
     both_ways: false,
     max_len: 2000,
+    max_gap_us: 10_000,
 };
 
 fn run(seed: u64, messages: usize) -> Outcome {
@@ -106,7 +109,7 @@ fn run_with(seed: u64, messages: usize, cfg: Config, params: Params) -> Outcome 
         {
             back += 1;
         }
-        let gap = Duration::from_micros(work.below(10_000));
+        let gap = Duration::from_micros(work.below(params.max_gap_us));
         p.drive_for(gap);
     }
     let now = p.now;
@@ -224,6 +227,7 @@ fn random_configurations() {
             loss: r.below(16) as f64 / 100.0,
             both_ways: true,
             max_len: 1 + r.below(6 * 1024),
+            max_gap_us: 10_000,
         };
         run_with(5000 + seed, 300, cfg, params);
     }
@@ -247,8 +251,61 @@ fn harsh_link() {
             reorder: 0.20,
             both_ways: true,
             max_len: 3000,
+            max_gap_us: 10_000,
         };
         run_with(9000 + seed, 200, cfg, params);
+    }
+}
+
+/// Every documented preset, and all mechanisms on at once.
+const PRESETS: [&str; 8] = [
+    "rfc",
+    "linux",
+    "lksctp-mod",
+    "thin",
+    "thin+nodelack+rdb+er-packet+efr+cc004+stcp",
+    "linux+rdb-always+er-byte+efr",
+    "thin+thin-tcp+rdb-bytes=300+rdb-iat+stcp",
+    "lksctp-mod+lt+minrto+mfr+bfr+rdb-pif=3+frt=3",
+];
+
+// Exactly-once, in-order delivery with every preset, both on a greedy-ish
+// workload (the default) and on a thin one (small messages up to 300 ms
+// apart), where the thin-stream mechanisms are active.
+#[test]
+fn random_runs_with_every_preset() {
+    let seeds = env_or("RANDOM_PRESET_SEEDS", 4);
+    let base = env_or("RANDOM_SEED_BASE", 0);
+    let thin = Params {
+        loss: 0.10,
+        dup: 0.02,
+        reorder: 0.05,
+        both_ways: true,
+        max_len: 300,
+        max_gap_us: 300_000,
+    };
+    for (k, preset) in PRESETS.iter().enumerate() {
+        let mut cfg = Config::from_preset(preset).unwrap().with_trace();
+        cfg.association_max_retrans = 100;
+        for seed in base..base + seeds {
+            let s = 20_000 + 100 * k as u64 + seed;
+            run_with(s, 200, cfg.clone(), DEFAULT);
+            run_with(s, 150, cfg.clone(), thin);
+        }
+    }
+    // All mechanisms on over a harsh link (30 % loss, duplication, reordering).
+    let harsh = Params {
+        loss: 0.30,
+        dup: 0.10,
+        reorder: 0.20,
+        ..thin
+    };
+    let mut cfg = Config::from_preset(PRESETS[4]).unwrap().with_trace();
+    cfg.association_max_retrans = 1000;
+    cfg.max_init_retransmits = 1000;
+    cfg.rto_max = Duration::from_secs(4);
+    for seed in base..base + seeds {
+        run_with(29_000 + seed, 100, cfg.clone(), harsh);
     }
 }
 
