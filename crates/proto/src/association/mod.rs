@@ -25,6 +25,12 @@
 //!   acknowledged) is reported as a graceful close.
 //! - The idle cwnd decay of §7.2.1 is applied lazily when sending resumes
 //!   and never raises cwnd (switch: `Config::idle_cwnd_decay`).
+//! - Thin-stream and loss-recovery mechanisms ([`crate::mechanism`]) only
+//!   change the decisions the hooks return; with every switch off the
+//!   behaviour is bit for bit the RFC core's (tests/mechanisms_off.rs).
+//!   Always on, also with `rfc`: SACK duplicate TSNs are recorded as
+//!   `Record::DuplicateReported` (trace only), and the T3 restart hook
+//!   receives the earliest send time of a chunk in flight.
 //! - Not implemented: T5-shutdown-guard, path MTU discovery (the PMTU is configured), multi-homing,
 //!   sender-side partial reliability (RFC 3758 policies; FORWARD TSN is
 //!   accepted on receive), ECN, the PPID (sent as 0, ignored on receive),

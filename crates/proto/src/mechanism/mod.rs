@@ -24,6 +24,68 @@
 //!
 //! The thin-stream test itself (seed 002 §4.2.1) lives in [`thin`]; its
 //! verdict at the moment of a decision is [`SenderView::thin`].
+//!
+//! # Implementation notes (what each switch does here, and where it deviates)
+//!
+//! - **Thin detection** ([`thin`]): the App. F packet list, kept only when a
+//!   thin-gated switch (or `thin.trace`) or RDB is on, so the `rfc` path
+//!   is untouched. The verdict is evaluated at each decision and traced as
+//!   `Record::Thin` on every change.
+//! - **minrto** (002 §4.2.3): while thin, the C6 floor is
+//!   `min(RTO.Min, thin_min_rto)`, applied when the RTO is recomputed
+//!   after an RTT sample (a stream that becomes thin keeps its RTO until the
+//!   next sample, as the document says). The patch sets 200 ms even when
+//!   RTO.Min is lower; here the floor is never raised.
+//! - **restart** (002 §4.2.4): when a SACK advances the cumulative ack with
+//!   data still outstanding, T3 expires at `earliest send time of a chunk
+//!   in flight + RTO`, or at once if that is past. Not gated by thin.
+//! - **lt** (002 §4.2.5): the patch's semantics (spec §13 item 4): while
+//!   thin the RTO is not doubled on T3 expiry (not recomputed either, unlike
+//!   the TCP version). Because the packet list counts every retransmission
+//!   as a packet in flight until a gap-free SACK, a chunk lost four times in
+//!   a row makes the stream thick and the doubling resumes, as in the patch.
+//! - **mfr** (002 §4.2.6): threshold 1 while thin, else the configured
+//!   threshold (the patch hard-codes 3; here `linux`'s 4 applies).
+//! - **bfr** (002 §4.2.7): on a fast retransmit while thin every chunk in
+//!   flight is queued too (`BundledOnRetransmit`); the packetizer fills the
+//!   first packet up to the PMTU, the rest follows as cwnd allows (the
+//!   standard accounting of spec §1.6).
+//! - **rdb** (002 §4.2.8, App. F): only on packets with new data and no
+//!   retransmission; the chunks in flight older than the new data are
+//!   spliced in front, oldest first, stopping at the first that does not
+//!   fit the PMTU (or the optional payload limit for new + bundled bytes,
+//!   002 Table 4.1 semantics). Limits of 002 §7.3: thin only (default;
+//!   `rdb-always` lifts it), IAT (interval between the last two application
+//!   submissions) > SRTT, and at most N packets in flight. Redundant copies
+//!   count as transmissions for Karn's rule.
+//! - **er-byte / er-packet** (003 §2.2/§2.3): judged after each SACK with
+//!   new gap acks. "Outstanding" = sent and not cumulatively acknowledged
+//!   (gap-acked included); packets are counted by the latest transmission
+//!   of each chunk. "No new data can be sent" = nothing unsent, or the
+//!   peer's rwnd is smaller than the next chunk (cwnd does not count, as in
+//!   003). Byte-based never fires with `ownd <= SMSS` (003 §2.3's argument),
+//!   SMSS = the largest DATA payload of one packet. The chunks reported
+//!   missing by that SACK are retransmitted as `EarlyRetransmit`; the
+//!   rest is a fast retransmit (once per chunk, fast recovery, cwnd).
+//! - **efr** (000 §2; FreeBSD has no published description, so this is the
+//!   documents' description): while `flight < cwnd` and an RTT sample exists,
+//!   one timer runs to `earliest send time of a chunk in flight + SRTT +
+//!   RTTVAR` (the earliest of the per-packet timers). On expiry, if still
+//!   `flight < cwnd`, every chunk in flight sent at least SRTT + RTTVAR ago
+//!   is retransmitted (`EarlyFastRetransmit`), each at most once (like the
+//!   §7.2.4 once-only rule, which keeps it from firing every RTT for a chunk
+//!   lost twice), and cwnd is reduced by one MTU (not below one MTU) with no
+//!   slow start and no ssthresh change ("reduces the congestion window by
+//!   one", unit not stated, spec §13 item 19).
+//! - **cc004** (004 §4 eq. 2): `ssthresh = max(cwnd - cwnd/8, 4*MTU)`;
+//!   fast retransmit: `cwnd = ssthresh`; T3 expiry: `cwnd = 1*MTU` as in
+//!   §7.2.3 (004 changes only the factor).
+//! - **stcp** (004 §4 eq. 1 read as 002 §3.1.8 states Scalable TCP):
+//!   `+0.01*MTU` per MTU acknowledged in congestion avoidance (+1 % of cwnd
+//!   per RTT), not the literal `+0.01*cwnd` per ACK, which would grow
+//!   exponentially (spec §7, §13 item 17).
+//! - Per association: [`crate::Association::set_mechanisms`],
+//!   [`crate::Endpoint::set_mechanisms`].
 
 pub mod preset;
 pub mod thin;

@@ -121,7 +121,11 @@ impl ThinTracker {
         });
         self.packets_in_flight += 1;
         self.total_xmt_packets += 1;
-        if cfg.recompute_every > 0 && self.total_xmt_packets % u64::from(cfg.recompute_every) == 0 {
+        if cfg.recompute_every > 0
+            && self
+                .total_xmt_packets
+                .is_multiple_of(u64::from(cfg.recompute_every))
+        {
             self.adjusted =
                 Self::loss_adjusted(cfg.pttfr, self.lost_packets, self.total_xmt_packets);
         }
