@@ -30,8 +30,88 @@ fn reference_lines(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
             }
         }
         serde_json::Value::String(s) => out.push(format!("`{prefix}`: {s}")),
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                reference_lines(&format!("{prefix}[{i}]"), x, out);
+            }
+        }
         other => out.push(format!("`{prefix}`: {other}")),
     }
+}
+
+/// Looks up a dotted path in a results JSON value. A segment is an object
+/// key, optionally followed by `[field=value,...]` to pick the first array
+/// element whose fields have those values (compared as text), e.g.
+/// `variants[name=lksctp].also.ack.latency_ms.max` or
+/// `variants[name=lksctp].retransmission_causes[retransmission=1,reason=timeout-rtx].share`.
+pub fn lookup<'a>(root: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    let mut v = root;
+    for segment in path.split('.') {
+        let (key, filter) = match segment.split_once('[') {
+            Some((k, rest)) => (k, Some(rest.strip_suffix(']')?)),
+            None => (segment, None),
+        };
+        if !key.is_empty() {
+            v = v.get(key)?;
+        }
+        if let Some(filter) = filter {
+            let conditions: Vec<(&str, &str)> = filter
+                .split(',')
+                .map(|c| c.split_once('='))
+                .collect::<Option<_>>()?;
+            v = v.as_array()?.iter().find(|item| {
+                conditions.iter().all(|(f, want)| {
+                    item.get(*f).is_some_and(|got| match got {
+                        serde_json::Value::String(s) => s == want,
+                        other => other.to_string() == *want,
+                    })
+                })
+            })?;
+        }
+    }
+    Some(v)
+}
+
+fn show(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(x) if x.fract() != 0.0 => format!("{x:.3}"),
+            _ => n.to_string(),
+        },
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The `[[reference.compare]]` table: `what`, `ours` (a [`lookup`] path
+/// into this scenario's results), `theirs` (the document's value), `source`.
+fn comparison_table(r: &Results, reference: &serde_json::Value) -> Option<String> {
+    let rows = reference.get("compare")?.as_array()?;
+    let results = serde_json::to_value(r).ok()?;
+    let mut out = String::from(
+        "Side by side (ours looked up in results.json; theirs as the document states it):\n\n\
+         | what | ours | theirs | source |\n|---|---:|---:|---|\n",
+    );
+    for row in rows {
+        let text = |k: &str| row.get(k).map(show).unwrap_or_default();
+        let ours = row
+            .get("ours")
+            .and_then(|p| p.as_str())
+            .map_or("-".to_string(), |p| {
+                lookup(&results, p).map_or("(not in results)".to_string(), show)
+            });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            text("what"),
+            ours,
+            text("theirs"),
+            text("source")
+        );
+    }
+    out.push('\n');
+    Some(out)
 }
 
 /// One scenario's section.
@@ -216,13 +296,20 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
             let _ = writeln!(out, "- FAULT in {}: {f}", v.name);
         }
     }
+    if let Some(table) = r.reference.as_ref().and_then(|x| comparison_table(r, x)) {
+        out.push_str(&table);
+    }
     if let Some(reference) = &r.reference {
         let _ = writeln!(
             out,
             "What the documents report (from the scenario's `[reference]`; compare with the tables above):\n"
         );
         let mut lines = Vec::new();
-        reference_lines("", reference, &mut lines);
+        let mut rest = reference.clone();
+        if let Some(m) = rest.as_object_mut() {
+            m.remove("compare");
+        }
+        reference_lines("", &rest, &mut lines);
         for l in lines {
             let _ = writeln!(out, "- {l}");
         }
@@ -254,4 +341,35 @@ pub fn markdown(sections: &[(Results, String)], quick: bool) -> String {
         out.push_str(&scenario_section(r, path));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lookup;
+
+    #[test]
+    fn lookup_paths() {
+        let v: serde_json::Value = serde_json::json!({
+            "variants": [
+                {"name": "a", "x": {"y": 1.5}, "rows": [{"n": 1, "r": "t", "share": 0.25}]},
+                {"name": "b", "x": {"y": 2}}
+            ],
+            "mtt_reduction": {"er-packet": {"mean": 0.4}}
+        });
+        assert_eq!(
+            lookup(&v, "variants[name=b].x.y"),
+            Some(&serde_json::json!(2))
+        );
+        assert_eq!(
+            lookup(&v, "variants[name=a].rows[n=1,r=t].share"),
+            Some(&serde_json::json!(0.25))
+        );
+        assert_eq!(
+            lookup(&v, "mtt_reduction.er-packet.mean"),
+            Some(&serde_json::json!(0.4))
+        );
+        assert_eq!(lookup(&v, "variants[name=c].x"), None);
+        assert_eq!(lookup(&v, "variants[name=a].rows[n=2].share"), None);
+        assert_eq!(lookup(&v, "variants[broken"), None);
+    }
 }
