@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod listen;
+mod mechanisms;
 mod reproduce;
 mod run;
 mod send;
@@ -28,6 +29,8 @@ enum Command {
     Run(run::Args),
     /// Reproduce the documents' experiments in the simulator and write a report.
     Reproduce(reproduce::Args),
+    /// List the SCTP mechanisms and presets (or expand one preset string).
+    Mechanisms(mechanisms::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Send(args) => send::main(args),
         Command::Run(args) => run::main(args),
         Command::Reproduce(args) => reproduce::main(args),
+        Command::Mechanisms(args) => mechanisms::main(args),
     };
     match result {
         Ok(code) => code,
