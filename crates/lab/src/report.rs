@@ -191,7 +191,7 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
     let with_causes: Vec<_> = r
         .variants
         .iter()
-        .filter(|v| v.available && !v.retransmission_causes.is_empty())
+        .filter(|v| v.available && v.retransmission_causes.iter().any(|c| c.count > 0))
         .collect();
     if !with_causes.is_empty() {
         let _ = writeln!(
@@ -205,7 +205,7 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
                 let parts: Vec<String> = v
                     .retransmission_causes
                     .iter()
-                    .filter(|c| c.retransmission == nth)
+                    .filter(|c| c.retransmission == nth && c.count > 0)
                     .map(|c| {
                         format!(
                             "{} {} ({:.0}%, {})",

@@ -105,8 +105,17 @@ pub struct CauseRow {
 
 /// Pools the flows' reason tables.
 fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>) -> Vec<CauseRow> {
-    let mut rows: BTreeMap<(u32, thinstream_base::trace::TxReason), (u64, Option<u64>)> =
-        BTreeMap::new();
+    use thinstream_base::trace::TxReason;
+    // Every (number, reason) row exists, zeros included, so the shape of
+    // results.json does not depend on what happened to occur.
+    let mut rows: BTreeMap<(u32, TxReason), (u64, Option<u64>)> = (1..=3u32)
+        .flat_map(|n| {
+            TxReason::ALL
+                .iter()
+                .filter(|r| r.is_retransmission())
+                .map(move |r| ((n, *r), (0, Some(0))))
+        })
+        .collect();
     for f in flows {
         for r in f.reason_table() {
             let e = rows
@@ -127,6 +136,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
             reason: reason.name(),
             count,
             spurious,
+            // Zero when no piece needed this many retransmissions.
             share: count as f64 / per_nth[&nth].max(1) as f64,
         })
         .collect()

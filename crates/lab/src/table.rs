@@ -159,7 +159,7 @@ pub fn render(r: &Results) -> String {
             let parts: Vec<String> = v
                 .retransmission_causes
                 .iter()
-                .filter(|c| c.retransmission == nth)
+                .filter(|c| c.retransmission == nth && c.count > 0)
                 .map(|c| {
                     format!(
                         "{} {} ({:.0}%, {})",

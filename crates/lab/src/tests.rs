@@ -247,7 +247,8 @@ fn results_are_deterministic() {
                 .iter()
                 .filter(|c| c["retransmission"] == nth)
                 .collect();
-            if !rows.is_empty() {
+            let pieces: u64 = rows.iter().map(|c| c["count"].as_u64().unwrap()).sum();
+            if pieces > 0 {
                 let total: f64 = rows.iter().map(|c| c["share"].as_f64().unwrap()).sum();
                 assert!((total - 1.0).abs() < 1e-9, "{total}");
             }
@@ -395,4 +396,52 @@ values = [10]
     }
     assert!(o.mtt.is_some(), "the drop on the bottleneck hit flow 0");
     assert!(o.fault.is_none());
+}
+
+// Every `[[reference.compare]]` path of the repository's scenarios finds a value in a (short) run's results.
+#[test]
+fn repository_compare_paths_resolve() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let s = Scenario::load(&path).unwrap();
+        let options = PlanOptions {
+            duration: Some(s.duration.min(Duration::from_secs(20))),
+            drain: Some(s.drain.min(Duration::from_secs(10))),
+            repetitions: Some(1),
+            ..PlanOptions::default()
+        };
+        let plan = Plan::new(s, &options).unwrap();
+        let outcomes = run_all(
+            &plan,
+            &RunOptions {
+                jobs: 2,
+                ..RunOptions::default()
+            },
+        )
+        .unwrap();
+        let results = Results::build(&plan, &outcomes, 0.0);
+        let json = serde_json::to_value(&results).unwrap();
+        let rows = results
+            .reference
+            .as_ref()
+            .and_then(|r| r.get("compare"))
+            .and_then(|c| c.as_array())
+            .cloned()
+            .unwrap_or_default();
+        for row in rows {
+            let p = row["ours"].as_str().unwrap();
+            assert!(
+                crate::report::lookup(&json, p).is_some_and(|v| !v.is_null()),
+                "{}: {p} not found",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} compare rows");
 }
