@@ -138,3 +138,38 @@ fn rto_floor_200ms_while_thin() {
         .iter()
         .any(|r| matches!(r, Record::Rto { rto, .. } if *rto == Duration::from_millis(100))));
 }
+
+// Mechanisms are per association: switching LT on for one association
+// mid-life changes its timeouts from then on; the Endpoint setter reaches
+// one association by id.
+#[test]
+fn set_mechanisms_per_association() {
+    use thinstream_proto::{AssociationId, Endpoint};
+    let mut p = pair(preset("rfc"), preset("rfc"), 50, 5);
+    let lt = thinstream_proto::Config::from_preset("rfc+lt")
+        .unwrap()
+        .mechanisms;
+    p.client.set_mechanisms(lt.clone());
+    assert_eq!(p.client.mechanisms(), &lt);
+    p.drop_chunk(Side::Client, thinstream_proto::wire::chunk_type::DATA, 3);
+    let t0 = p.now;
+    send_now(&mut p, 100, 0);
+    p.drive_for(Duration::from_secs(10));
+    let times: Vec<u64> = client_data(&p).iter().map(|d| ms(d.0, t0)).collect();
+    assert_eq!(times, vec![0, 1000, 2000, 3000]);
+    assert_eq!(delivered_tags(&mut p), vec![0]);
+
+    let mut e = Endpoint::new(
+        thinstream_proto::Config::default(),
+        thinstream_proto::testkit::client_addr(),
+        thinstream_base::Seed(1),
+        false,
+    );
+    let id = e.connect(
+        thinstream_base::Instant::ZERO,
+        thinstream_proto::testkit::server_addr(),
+    );
+    assert!(e.set_mechanisms(id, lt.clone()));
+    assert_eq!(e.association(id).unwrap().mechanisms(), &lt);
+    assert!(!e.set_mechanisms(AssociationId(id.0 + 100), lt));
+}
