@@ -63,7 +63,7 @@ pub fn lookup<'a>(root: &'a serde_json::Value, path: &str) -> Option<&'a serde_j
                 conditions.iter().all(|(f, want)| {
                     item.get(*f).is_some_and(|got| match got {
                         serde_json::Value::String(s) => s == want,
-                        other => other.to_string() == *want,
+                        other => other.to_string().as_str() == *want,
                     })
                 })
             })?;
