@@ -27,6 +27,10 @@ pub(crate) struct Args {
     /// Write the per-association reports as JSON to this file on exit.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Transport configuration: a preset plus mechanism tokens, e.g. `rfc`,
+    /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
+    #[arg(long, alias = "mech", default_value = "rfc", value_parser = crate::util::parse_preset)]
+    preset: Config,
     /// Seed for verification tags, initial TSNs and the cookie secret
     /// (default: from the OS clock).
     #[arg(long)]
@@ -56,7 +60,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let config = Config {
         local_port: args.sctp_port,
-        ..Config::default()
+        ..args.preset.clone()
     };
     let seed = Seed(args.seed.unwrap_or_else(crate::send::seed_from_clock));
     let server = Server::new(Endpoint::new(config, local, seed, true), mode);

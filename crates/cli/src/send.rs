@@ -57,6 +57,10 @@ pub(crate) struct Args {
     /// Give up if the association is not up within this time.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     connect_timeout: Duration,
+    /// Transport configuration: a preset plus mechanism tokens, e.g. `rfc`,
+    /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
+    #[arg(long, alias = "mech", default_value = "rfc", value_parser = crate::util::parse_preset)]
+    preset: Config,
     /// Seed for sizes, tags and initial TSN (default: from the OS clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -210,9 +214,9 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let config = Config {
         local_port: args.local_sctp_port,
         remote_port: args.sctp_port,
-        max_message_size: args.size.max.max(Config::default().max_message_size),
+        max_message_size: args.size.max.max(args.preset.max_message_size),
         trace: true,
-        ..Config::default()
+        ..args.preset.clone()
     };
     let clock = Clock::new();
     let assoc = Association::connect(

@@ -57,3 +57,9 @@ mod tests {
         assert!(parse_size("big").is_err());
     }
 }
+
+/// A transport configuration from a preset string such as `rfc`,
+/// `linux+lt` or `thin+rdb` (grammar: `thinstream mechanisms`).
+pub(crate) fn parse_preset(s: &str) -> Result<thinstream_proto::Config, String> {
+    thinstream_proto::Config::from_preset(s).map_err(|e| e.to_string())
+}
