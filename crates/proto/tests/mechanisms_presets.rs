@@ -121,3 +121,18 @@ fn mechanisms_round_trip_through_serde() {
     assert!(partial.linear_timeouts && partial.rdb.enabled && partial.rdb.only_when_thin);
     assert!(toml::from_str::<Mechanisms>("linear_timeout = true").is_err());
 }
+
+// The TOML example of the `Mechanisms` docs parses as documented.
+#[test]
+fn documented_toml_example_parses() {
+    let m: Mechanisms = toml::from_str(
+        "linear_timeouts = true\nmin_rto = true\nthin_min_rto = 200000000\nearly_retransmit = \"packets\"\n[rdb]\nenabled = true\nmax_bytes = 700\n[thin]\nrule = \"sctp-loss-adjusted\"\n",
+    )
+    .unwrap();
+    assert!(m.linear_timeouts && m.min_rto && m.rdb.enabled);
+    assert_eq!(m.thin_min_rto, Duration::from_millis(200));
+    assert_eq!(m.early_retransmit, EarlyRetransmit::Packets);
+    assert_eq!(m.rdb.max_bytes, Some(700));
+    let t: Mechanisms = toml::from_str("[thin]\nrule = \"tcp-packets-out\"\n").unwrap();
+    assert_eq!(t.thin.rule, ThinRule::TcpPacketsOut);
+}

@@ -248,7 +248,20 @@ impl Default for Rdb {
 
 /// The mechanism switches of one association. `Default` is RFC 9260 with no
 /// thin-stream mechanism. Serde-friendly (TOML/JSON): every field has a
-/// default, unknown fields are rejected.
+/// default, unknown fields are rejected; durations are integers of
+/// nanoseconds (`thinstream_base::Duration`). In TOML, for example:
+///
+/// ```toml
+/// linear_timeouts = true
+/// min_rto = true
+/// thin_min_rto = 200000000   # 200 ms
+/// early_retransmit = "packets"
+/// [rdb]
+/// enabled = true
+/// max_bytes = 700
+/// [thin]
+/// rule = "sctp-loss-adjusted"   # or "tcp-packets-out"
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Mechanisms {
