@@ -77,6 +77,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
             seed: None,
             out: Some(args.out.join(&name)),
             pcap: None,
+            records: None,
             pcap_run: 0,
             duration,
             drain,

@@ -23,7 +23,11 @@ pub(crate) struct Args {
     /// Write the pcap capture of one run (the first, or --pcap-run) here.
     #[arg(long)]
     pub(crate) pcap: Option<PathBuf>,
-    /// Which run index --pcap captures.
+    /// Write every trace record of one run (the first, or --pcap-run) here,
+    /// one JSON object per line: {"endpoint": "flow0.a", "record": {...}}.
+    #[arg(long)]
+    pub(crate) records: Option<PathBuf>,
+    /// Which run index --pcap and --records keep.
     #[arg(long, default_value_t = 0)]
     pub(crate) pcap_run: usize,
     /// Override the time messages are generated for (e.g. 60s, for CI).
@@ -89,7 +93,7 @@ pub(crate) fn execute(
             plan.scenario.name
         ));
     }
-    if args.pcap.is_some() && args.pcap_run >= plan.runs.len() {
+    if (args.pcap.is_some() || args.records.is_some()) && args.pcap_run >= plan.runs.len() {
         return Err(anyhow!(
             "--pcap-run {} but the plan has {} run(s)",
             args.pcap_run,
@@ -100,6 +104,7 @@ pub(crate) fn execute(
         jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
         progress: !args.quiet && std::io::stderr().is_terminal(),
         pcap_run: args.pcap.as_ref().map(|_| args.pcap_run),
+        records_run: args.records.as_ref().map(|_| args.pcap_run),
     };
     let started = wall::now();
     let outcomes = run_all(&plan, &run_options)?;
@@ -134,6 +139,27 @@ pub(crate) fn execute(
             "wrote the capture of run {} to {}\n",
             args.pcap_run,
             pcap.display()
+        ));
+    }
+    if let Some(path) = &args.records {
+        let records = outcomes
+            .iter()
+            .find(|o| o.spec.index == args.pcap_run)
+            .and_then(|o| o.records.as_ref())
+            .ok_or_else(|| anyhow!("run {} kept no records", args.pcap_run))?;
+        let mut text = String::new();
+        for (endpoint, list) in records {
+            for r in list {
+                let line = serde_json::json!({ "endpoint": endpoint, "record": r });
+                text.push_str(&line.to_string());
+                text.push('\n');
+            }
+        }
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        print(&format!(
+            "wrote the trace records of run {} to {}\n",
+            args.pcap_run,
+            path.display()
         ));
     }
     Ok((plan, results, json_path))

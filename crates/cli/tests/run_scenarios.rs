@@ -314,3 +314,59 @@ fn same_seed_same_results_json() {
     }
     assert_eq!(texts[0], texts[1]);
 }
+
+// --pcap and --records keep one run's capture and trace records; the record stream shows the single drop.
+#[test]
+fn pcap_and_records_of_one_run() {
+    let dir = out_dir("detail");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("run.pcap");
+    let records = dir.join("run.jsonl");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("003-static-bursts.toml").to_str().unwrap(),
+        "--points",
+        "12",
+        "--repetitions",
+        "1",
+        "--variants",
+        "standard",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--records",
+        records.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let bytes = std::fs::read(&pcap).unwrap();
+    // pcap global header magic (microsecond or nanosecond, either byte order).
+    assert!(bytes.len() > 24, "capture too short");
+    let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    assert!(
+        [0xa1b2_c3d4, 0xa1b2_3c4d, 0xd4c3_b2a1, 0x4d3c_b2a1].contains(&magic),
+        "{magic:x}"
+    );
+    let text = std::fs::read_to_string(&records).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().any(|l| l["endpoint"] == "flow0.a"));
+    assert!(lines.iter().any(|l| l["endpoint"] == "flow0.b"));
+    // 48 messages submitted by the sender, and the dropped one sent again.
+    let submitted = lines
+        .iter()
+        .filter(|l| l["endpoint"] == "flow0.a" && l["record"]["kind"] == "submitted")
+        .count();
+    assert_eq!(submitted, 48, "{}", &text[..text.len().min(2000)]);
+    let resent = lines
+        .iter()
+        .filter(|l| l["endpoint"] == "flow0.a" && l["record"]["kind"] == "packet-sent")
+        .flat_map(|l| l["record"]["data"].as_array().cloned().unwrap_or_default())
+        .filter(|d| d["reason"] != "new")
+        .count();
+    assert!(resent >= 1, "the dropped message was never sent again");
+    let _ = std::fs::remove_dir_all(&dir);
+}

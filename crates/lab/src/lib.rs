@@ -37,7 +37,7 @@ pub mod wall;
 pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use results::{PointResult, Results, VariantResult};
-pub use runner::{run_all, run_one, RunOptions, RunOutcome};
+pub use runner::{run_all, run_one, Detail, RunOptions, RunOutcome};
 pub use scenario::{Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 

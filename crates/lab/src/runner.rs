@@ -46,6 +46,16 @@ pub struct RunOutcome {
     pub mtt: Option<Duration>,
     /// The capture, if this run was asked for one.
     pub pcap: Option<Vec<u8>>,
+    /// Every endpoint's trace records (`flow{i}.a` / `flow{i}.b`, in
+    /// endpoint order), if this run was asked for them.
+    pub records: Option<Vec<(String, Vec<Record>)>>,
+}
+
+/// What to keep of one run beyond its metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detail {
+    pub pcap: bool,
+    pub records: bool,
 }
 
 /// How to run a plan.
@@ -57,6 +67,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// Capture a pcap of this run index.
     pub pcap_run: Option<usize>,
+    /// Keep the trace records of this run index.
+    pub records_run: Option<usize>,
 }
 
 impl Default for RunOptions {
@@ -65,6 +77,7 @@ impl Default for RunOptions {
             jobs: 1,
             progress: false,
             pcap_run: None,
+            records_run: None,
         }
     }
 }
@@ -96,7 +109,11 @@ pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, Lab
         plan.runs
             .par_iter()
             .map(|spec| {
-                let out = run_one(plan, spec, options.pcap_run == Some(spec.index));
+                let detail = Detail {
+                    pcap: options.pcap_run == Some(spec.index),
+                    records: options.records_run == Some(spec.index),
+                };
+                let out = run_one(plan, spec, detail);
                 bar.set_message(plan.variants[spec.variant].spec.name.clone());
                 bar.inc(1);
                 out
@@ -108,7 +125,7 @@ pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, Lab
 }
 
 /// Builds, runs and reduces one run.
-pub fn run_one(plan: &Plan, spec: &RunSpec, capture: bool) -> Result<RunOutcome, LabError> {
+pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome, LabError> {
     let started = wall::now();
     let run_err = |message: String| LabError::Run {
         run: spec.index,
@@ -180,7 +197,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, capture: bool) -> Result<RunOutcome,
     let port = flows[0].port;
     let mut sim =
         Simulation::new(spec.seed, &topology, flows).map_err(|e| run_err(e.to_string()))?;
-    if capture {
+    if detail.pcap {
         sim.capture_pcap(thinstream_sim::CapturePoint::Send);
     }
     let drop_k = match point {
@@ -260,6 +277,18 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, capture: bool) -> Result<RunOutcome,
         fault,
         dropped_units,
         mtt,
+        records: detail.records.then(|| {
+            result
+                .endpoints
+                .iter()
+                .map(|e| {
+                    (
+                        format!("flow{}.{}", e.flow.0, e.side.label()),
+                        e.records.clone(),
+                    )
+                })
+                .collect()
+        }),
         pcap: result.pcap,
     })
 }
