@@ -8,7 +8,16 @@
 //! `Simulation` is built inside its worker thread; results come back in
 //! run-index order), and [`Results::build`] pools them per variant into the
 //! `results.json` shape (the metrics crate's `Summary`, plus per-point MTT
-//! for loss-position sweeps). [`table::render`] prints the tables.
+//! for loss-position sweeps, retransmission causes per retransmission
+//! number). [`table::render`] prints the terminal tables and
+//! [`report::markdown`] the reproduction report, which puts each scenario's
+//! `[reference]` numbers (and `[[reference.compare]]` rows, looked up with
+//! [`report::lookup`]) beside ours. [`Detail`] keeps one run's pcap and
+//! trace records for a closer look.
+//!
+//! SCTP variants are `thinstream_proto::Config::from_preset` strings, TCP
+//! variants `thinstream_tcp::TcpConfig::from_profile` strings, with
+//! [`scenario::Overrides`] on top; tracing is always on.
 //!
 //! Same scenario and seed → byte-identical `results.json` apart from the
 //! `wall_s` fields.
