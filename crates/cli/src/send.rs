@@ -9,7 +9,10 @@ use std::process::ExitCode;
 use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
 use thinstream_base::trace::Record;
 use thinstream_base::{Duration, Instant, Seed};
-use thinstream_metrics::{AnalysisOptions, FlowAnalysis, LatencyKind, LatencyStats, OwdCorrection};
+use thinstream_metrics::{
+    AnalysisOptions, DuplicateReport, FlowAnalysis, FlowInput, LatencyKind, LatencyStats,
+    OwdCorrection,
+};
 use thinstream_net::{Clock, Handle};
 use thinstream_proto::{Association, Config};
 
@@ -109,6 +112,9 @@ struct Report {
     latency: &'static str,
     latency_ms: Option<LatencyMs>,
     retransmissions: u64,
+    /// Retransmissions the peer reported as duplicates (an estimate of the
+    /// spurious ones).
+    spurious_estimate: Option<u64>,
     elapsed_s: f64,
 }
 
@@ -391,16 +397,33 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         report.retransmissions = s.retransmitted_chunks();
     }
 
-    // Acknowledged messages and ACK latency, from the trace records.
-    let analysis = FlowAnalysis::new(
-        &records,
-        None,
+    // Acknowledged messages and ACK latency, from the trace records; the
+    // peer's duplicate-TSN reports estimate which retransmissions were
+    // spurious (no receiver trace exists in real mode).
+    let duplicates: Vec<DuplicateReport> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::DuplicateReported { time, units } => Some(DuplicateReport {
+                time: *time,
+                units: *units,
+            }),
+            _ => None,
+        })
+        .collect();
+    let analysis = FlowAnalysis::build(
+        FlowInput {
+            sender: &records,
+            receiver: None,
+            app_sends: None,
+            duplicate_reports: Some(&duplicates),
+        },
         AnalysisOptions {
             owd: OwdCorrection::None,
             summary_latency: LatencyKind::AckFromSend,
         },
     )
     .context("analysing the association's trace")?;
+    report.spurious_estimate = analysis.spurious();
     report.acked = analysis
         .messages()
         .iter()
