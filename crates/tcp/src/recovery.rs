@@ -571,6 +571,14 @@ impl TcpConnection {
                         TxReason::FastRetransmit
                     };
                     self.send_segment(now, i, reason);
+                    if i == 0 && reason == TxReason::FastRetransmit {
+                        // Linux `tcp_xmit_retransmit_queue` restarts the RTO
+                        // when it retransmits the head; without this, a fast
+                        // retransmission made close to the RTO deadline
+                        // (thin streams: third dupACK ≈ RTO) is followed by a
+                        // timeout retransmission of the same segment.
+                        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+                    }
                     continue;
                 }
                 self.force_rtx = false;

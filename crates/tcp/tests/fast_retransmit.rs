@@ -140,3 +140,36 @@ fn limited_transmit_sends_new_data_on_the_first_dupacks() {
         );
     }
 }
+
+/// 002 §5.2.1's thin stream (RTT 150 ms, 100 B every 100 ms) with the
+/// first transmission of message 20 lost. The third dupACK arrives about
+/// 450 ms after the original was sent, close to the RTO (≈ 460 ms), so a
+/// timer that kept running from the original transmission would fire a
+/// few ms after the fast retransmission and send the segment a second
+/// time (and back off). Linux restarts the timer when it retransmits the
+/// head of the retransmission queue (`tcp_xmit_retransmit_queue`), so the
+/// fast retransmission is the only one.
+#[test]
+fn fast_retransmission_of_the_head_restarts_the_rto() {
+    for p in ["linux-2.6.23", "linux-2.6.23+lt", "linux-modern"] {
+        let cfg = profile(p);
+        let mut net = Net::pair(&cfg, &cfg, ms(75));
+        let mut first = true;
+        net.drop_rule = Some(Box::new(move |pkt| {
+            if pkt.from == 0 && pkt.units.is_some_and(|(s, _)| s == 2000) && first {
+                first = false;
+                return true;
+            }
+            false
+        }));
+        for i in 0..40u64 {
+            net.run_until(at(1000 + 100 * i));
+            net.send(0, &[i as u8; 100]);
+        }
+        net.run_until(at(10_000));
+        assert_eq!(net.rx[1].len(), 4000, "{p}");
+        let rtx: Vec<_> = net.sends_of(0, 2000).into_iter().skip(1).collect();
+        assert_eq!(rtx.len(), 1, "{p}: {rtx:?}");
+        assert_ne!(rtx[0].1, TxReason::TimeoutRetransmit, "{p}: {rtx:?}");
+    }
+}
