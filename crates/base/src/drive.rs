@@ -74,7 +74,10 @@ impl fmt::Display for SendError {
                 "stream {stream} does not exist: the association has {streams} outbound streams"
             ),
             SendError::TooLarge { bytes, max } => {
-                write!(f, "message of {bytes} bytes exceeds the limit of {max} bytes")
+                write!(
+                    f,
+                    "message of {bytes} bytes exceeds the limit of {max} bytes"
+                )
             }
             SendError::Empty => write!(f, "empty messages cannot be sent"),
             SendError::Unsupported(what) => write!(f, "not supported by this transport: {what}"),

@@ -9,7 +9,9 @@
 use std::fmt;
 
 /// A 64-bit seed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Seed(pub u64);
 
 fn splitmix64(state: &mut u64) -> u64 {

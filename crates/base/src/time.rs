@@ -8,11 +8,35 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Div, Mul, Sub, SubAssign};
 
 /// A point in (virtual) time, in nanoseconds since the run's epoch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Instant(u64);
 
 /// A span of time in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Duration(u64);
 
 impl Instant {
@@ -137,15 +161,9 @@ impl Duration {
 
     /// Parses `250ms`, `1.5s`, `20us`, `100ns`, `2m`, `1h`; a bare number is milliseconds.
     pub fn parse(text: &str) -> Result<Duration, crate::ParseUnitError> {
-        let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| crate::ParseUnitError::new(text, "a duration such as 250ms, 1.5s or 20us"))?;
-        let scale = match unit.trim() {
+        let (value, unit) =
+            crate::units::split_number_unit(text, text, "a duration such as 250ms, 1.5s or 20us")?;
+        let scale = match unit {
             "" | "ms" => 1e6,
             "ns" => 1.0,
             "us" | "µs" => 1e3,
@@ -187,7 +205,11 @@ impl Sub<Instant> for Instant {
     type Output = Duration;
     /// Panics if `rhs` is later than `self`; use [`Instant::saturating_duration_since`] when unsure.
     fn sub(self, rhs: Instant) -> Duration {
-        Duration(self.0.checked_sub(rhs.0).expect("instant subtraction went negative"))
+        Duration(
+            self.0
+                .checked_sub(rhs.0)
+                .expect("instant subtraction went negative"),
+        )
     }
 }
 impl Add for Duration {
@@ -280,8 +302,14 @@ mod tests {
 
     #[test]
     fn parse_durations() {
-        assert_eq!(Duration::parse("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(Duration::parse("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            Duration::parse("250ms").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            Duration::parse("1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(Duration::parse("20us").unwrap(), Duration::from_micros(20));
         assert_eq!(Duration::parse("40").unwrap(), Duration::from_millis(40));
         assert_eq!(Duration::parse("2h").unwrap(), Duration::from_secs(7200));

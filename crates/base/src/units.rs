@@ -20,14 +20,38 @@ impl ParseUnitError {
 
 impl fmt::Display for ParseUnitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot read {:?}: expected {}", self.input, self.expected)
+        write!(
+            f,
+            "cannot read {:?}: expected {}",
+            self.input, self.expected
+        )
     }
 }
 
 impl std::error::Error for ParseUnitError {}
 
+/// Splits `"1.5ms"` into the number (1.5) and the trimmed unit (`"ms"`);
+/// `example` names the expected form in the error.
+pub(crate) fn split_number_unit<'a>(
+    original: &str,
+    text: &'a str,
+    example: &'static str,
+) -> Result<(f64, &'a str), ParseUnitError> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value = num
+        .parse()
+        .map_err(|_| ParseUnitError::new(original, example))?;
+    Ok((value, unit.trim()))
+}
+
 /// A bit rate in bits per second.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Bitrate(pub u64);
 
 impl Bitrate {
@@ -45,15 +69,9 @@ impl Bitrate {
     }
     /// Parses tc-style rates: `10mbit`, `2000kbit`, `1gbit`, `500bit`, `1mbps` (bytes), `2000kbps`.
     pub fn parse(text: &str) -> Result<Bitrate, ParseUnitError> {
-        let t = text.trim().to_ascii_lowercase();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| ParseUnitError::new(text, "a rate such as 10mbit or 2000kbit"))?;
-        let scale = match unit.trim() {
+        let lower = text.to_ascii_lowercase();
+        let (value, unit) = split_number_unit(text, &lower, "a rate such as 10mbit or 2000kbit")?;
+        let scale = match unit {
             "bit" | "bps" => 1.0,
             "kbit" => 1e3,
             "mbit" => 1e6,
