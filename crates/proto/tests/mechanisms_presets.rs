@@ -33,8 +33,19 @@ fn bases_have_the_documented_content() {
     assert_eq!(linux.rto_max, Duration::from_secs(60));
     assert!(linux.delayed_sack.enabled);
     assert_eq!(linux.delayed_sack.timeout, Duration::from_millis(200));
-    assert_eq!(linux.fast_retransmit_threshold, 4);
+    // 002 App. F: lksctp 2.6.16.13 fast-retransmits at `tsn_missing_report >= 3`.
+    assert_eq!(linux.fast_retransmit_threshold, 3);
     assert_eq!(linux.mechanisms, Mechanisms::rfc());
+    // 003 footnote 4: lksctp 2.6.15 needed four reports.
+    let old = Config::from_preset("linux+frt=4").unwrap();
+    assert_eq!(old.fast_retransmit_threshold, 4);
+    assert_eq!(
+        Config {
+            fast_retransmit_threshold: 3,
+            ..old
+        },
+        linux
+    );
 
     let m = Config::from_preset("lksctp-mod").unwrap().mechanisms;
     assert_eq!(
@@ -46,7 +57,7 @@ fn bases_have_the_documented_content() {
     );
     let thin = Config::from_preset("thin").unwrap();
     assert_eq!(thin.mechanisms, Mechanisms::thin_002());
-    assert_eq!(thin.fast_retransmit_threshold, 4);
+    assert_eq!(thin.fast_retransmit_threshold, 3);
     assert_eq!(Config::from_preset("linux+all").unwrap(), thin);
     let t = &thin.mechanisms;
     assert!(t.min_rto && t.restart_correction && t.linear_timeouts);

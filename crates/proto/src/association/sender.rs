@@ -1011,6 +1011,7 @@ impl Association {
             bytes_acked,
             smss: self.config.max_fragment() as u32,
             can_send_new,
+            dup_threshold: self.config.fast_retransmit_threshold,
         };
         self.config.mechanisms.early_retransmit(&o)
     }

@@ -45,7 +45,8 @@
 //!   as a packet in flight until a gap-free SACK, a chunk lost four times in
 //!   a row makes the stream thick and the doubling resumes, as in the patch.
 //! - **mfr** (002 §4.2.6): threshold 1 while thin, else the configured
-//!   threshold (the patch hard-codes 3; here `linux`'s 4 applies).
+//!   threshold (the patch hard-codes 3, which is also `linux`'s; with
+//!   `+frt=N` the N applies when thick).
 //! - **bfr** (002 §4.2.7): on a fast retransmit while thin every chunk in
 //!   flight is queued too (`BundledOnRetransmit`); the packetizer fills the
 //!   first packet up to the PMTU, the rest follows as cwnd allows (the
@@ -67,6 +68,18 @@
 //!   SMSS = the largest DATA payload of one packet. The chunks reported
 //!   missing by that SACK are retransmitted as `EarlyRetransmit`; the
 //!   rest is a fast retransmit (once per chunk, fast recovery, cwnd).
+//!   The "four" of 003 (`opkt < 4`, `ownd < 4*SMSS`) is read as the
+//!   configured fast-retransmit threshold + 1 (3 + 1 in RFC 9260, where
+//!   both readings agree): 003 §2.1 derives it from a threshold of three
+//!   ("less than four ... not possible to invoke fast retransmit at all"),
+//!   and 003's own baseline needed four reports (§4.1 footnote 4) while its
+//!   ER recovered every message but the last of a 4-message burst in
+//!   ~60 ms (§4.1, Fig. 2) -- the first message has 4 packets outstanding
+//!   and gets only 3 reports, so with a literal `opkt < 4` it would have
+//!   waited for the timeout like the standard version (~110 ms). The last
+//!   message of a burst gets no report before the next burst, whose
+//!   packets are outstanding too, so ER cannot help it (003: "similar to
+//!   standard SCTP, required about 200 ms").
 //! - **efr** (000 §2; FreeBSD has no published description, so this is the
 //!   documents' description): while `flight < cwnd` and an RTT sample exists,
 //!   one timer runs to `earliest send time of a chunk in flight + SRTT +
@@ -158,6 +171,13 @@ pub struct OutstandingView {
     /// Whether new data could be sent now: unsent data exists and the
     /// peer's rwnd admits the next chunk (003 §2.2 condition).
     pub can_send_new: bool,
+    /// The configured fast-retransmit threshold (missing reports, §7.2.4;
+    /// 3 in RFC 9260, 4 in RFC 2960 / lksctp 2.6.15). Early Retransmit
+    /// engages when fewer than `dup_threshold + 1` packets (bytes:
+    /// `(dup_threshold + 1) * SMSS`) are outstanding, i.e. when the normal
+    /// threshold can no longer be reached (003 §2.1; "four" in 003 §2.2/§2.3
+    /// is that bound for a threshold of three).
+    pub dup_threshold: u32,
 }
 
 /// What to put in front of new data in a packet.
@@ -389,13 +409,24 @@ impl Mechanisms {
             EarlyRetransmit::Off => false,
             // 003 §2.2: ownd < 4*SMSS, FR when ownd - SMSS bytes are
             // acknowledged; 003 §2.3: with ownd <= SMSS that can never happen.
+            // The 4 is `dup_threshold + 1` (see `OutstandingView::dup_threshold`).
             EarlyRetransmit::Bytes => {
-                o.bytes < 4 * o.smss && o.bytes > o.smss && o.bytes_acked >= o.bytes - o.smss
+                let limit = u64::from(o.dup_threshold.max(1)) + 1;
+                u64::from(o.bytes) < limit * u64::from(o.smss)
+                    && o.bytes > o.smss
+                    && o.bytes_acked >= o.bytes - o.smss
             }
             // 003 §2.3: opkt < 4, FR when opkt - 1 packets are acknowledged
             // (a single outstanding packet cannot be early-retransmitted).
+            // The 4 is `dup_threshold + 1`: 003's baseline needed four
+            // reports (§4.1 footnote 4) and its ER recovered the first
+            // message of a 4-message burst (4 packets outstanding, 3
+            // reports) in ~60 ms (§4.1, Fig. 2), as well as message 4 of a
+            // 7-message burst "without waiting for the next burst" (Fig. 4).
             EarlyRetransmit::Packets => {
-                o.packets < 4 && o.packets >= 2 && o.packets_acked >= o.packets - 1
+                o.packets <= o.dup_threshold.max(1)
+                    && o.packets >= 2
+                    && o.packets_acked >= o.packets - 1
             }
         }
     }
