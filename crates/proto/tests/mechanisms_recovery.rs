@@ -484,3 +484,25 @@ fn packet_based_early_retransmit_against_a_four_report_baseline() {
         assert_eq!(delivered_tags(&mut p), (0..n).collect::<Vec<_>>());
     }
 }
+
+// The `linux` base fast-retransmits after 3 missing reports (lksctp
+// 2.6.16.13: `tsn_missing_report >= 3`, 002 App. F; 000 §5.1). In the
+// thin stream of 002 Fig. 5.26(a) (RTT 100 ms, a message every 250 ms,
+// delayed SACK off) a lost message is then fast-retransmitted when the
+// SACK of the third later message returns (t0 + 750 + 100 ms), before the
+// 1 s RTO; with 2.6.15's four reports (`+frt=4`, 003 footnote 4) the T3
+// timer (started at t0, RTO.Min 1 s) fires first.
+#[test]
+fn linux_fast_retransmits_after_three_reports() {
+    for (spec, want) in [
+        ("linux+nodelack", (850, TxReason::FastRetransmit)),
+        ("linux+nodelack+frt=4", (1000, TxReason::TimeoutRetransmit)),
+    ] {
+        let (mut p, t0, u0) = spaced(spec, "linux+nodelack", 50, 5, 100, 250, &[0]);
+        p.drive_for(Duration::from_secs(5));
+        let r = retransmissions_of(&p, u0);
+        assert_eq!(r.len(), 1, "{spec}: {r:?}");
+        assert_eq!((ms(r[0].0, t0), r[0].1), want, "{spec}: {r:?}");
+        assert_eq!(delivered_tags(&mut p), (0..5).collect::<Vec<_>>());
+    }
+}
