@@ -34,6 +34,8 @@
 //! ```
 
 mod error;
+pub mod fairness;
+pub mod http;
 pub mod plan;
 pub mod report;
 pub mod results;
@@ -52,3 +54,5 @@ pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConf
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_traffic;

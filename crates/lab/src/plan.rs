@@ -144,15 +144,21 @@ impl Plan {
             fixed.push(match &f.preset {
                 Some(p) => {
                     let kind = f.transport.unwrap_or(TransportKind::Sctp);
-                    Some(
-                        transport::resolve(kind, p, &Default::default()).map_err(|e| {
-                            LabError::UnknownPreset {
-                                variant: format!("flows[{i}]"),
-                                preset: p.clone(),
-                                reason: e.to_string(),
-                            }
-                        })?,
-                    )
+                    let config = transport::resolve(kind, p, &Default::default()).map_err(|e| {
+                        LabError::UnknownPreset {
+                            variant: format!("flows[{i}]"),
+                            preset: p.clone(),
+                            reason: e.to_string(),
+                        }
+                    })?;
+                    // Cross traffic is never analysed; its trace records
+                    // (a million packets per bottleneck-filling run) would
+                    // only cost memory.
+                    Some(if f.workload.produces_flows() {
+                        config.without_trace()
+                    } else {
+                        config
+                    })
                 }
                 None => None,
             });

@@ -89,6 +89,14 @@ pub struct VariantResult {
     /// more") and reason, with spurious counts and the reason's share of
     /// that retransmission number (002 §5.3.4 Fig. 5.26, Table 5.6).
     pub retransmission_causes: Vec<CauseRow>,
+    /// Dumbbell topologies: drop rate and utilisation of both bottleneck
+    /// directions, pooled over the runs (spec §10.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<crate::fairness::BottleneckResult>,
+    /// `[metrics] throughput`: per `[[flows]]` entry with measured flows,
+    /// throughput per interval and Jain's index (002 §5.2.5).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub throughput: Vec<crate::fairness::EntryThroughput>,
     pub points: Vec<PointResult>,
 }
 
@@ -285,6 +293,17 @@ impl Results {
                 summary,
                 also,
                 retransmission_causes: causes(mine.iter().flat_map(|o| o.flows.iter())),
+                bottleneck: crate::fairness::pool_bottleneck(
+                    mine.iter().filter_map(|o| o.bottleneck.as_ref()),
+                ),
+                throughput: match &s.metrics.throughput {
+                    Some(t) if available => {
+                        let runs: Vec<&[crate::fairness::FlowSeries]> =
+                            mine.iter().map(|o| o.throughput.as_slice()).collect();
+                        crate::fairness::pool_throughput(s, t.interval, &runs)
+                    }
+                    _ => Vec::new(),
+                },
                 points,
             });
         }

@@ -44,6 +44,11 @@ pub struct RunOutcome {
     /// transfer time of the message that held its first unit (003 §3).
     pub dropped_units: Option<Units>,
     pub mtt: Option<Duration>,
+    /// `[metrics] throughput`: bytes acknowledged per interval of every
+    /// measured flow, with its `[[flows]]` entry.
+    pub throughput: Vec<crate::fairness::FlowSeries>,
+    /// Dumbbell runs: the bottleneck links' statistics.
+    pub bottleneck: Option<crate::fairness::BottleneckRun>,
     /// The capture, if this run was asked for one.
     pub pcap: Option<Vec<u8>>,
     /// Every endpoint's trace records (`flow{i}.a` / `flow{i}.b`, in
@@ -146,11 +151,37 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     let mut flows = Vec::new();
     // (flow index, transport kind) of every measured flow.
     let mut measured: Vec<(usize, TransportKind)> = Vec::new();
+    // The `[[flows]]` entry of every flow.
+    let mut entry_of: Vec<usize> = Vec::new();
     for (e, entry) in scenario.flows.iter().enumerate() {
         let config: TransportConfig = plan.fixed[e]
             .clone()
             .unwrap_or_else(|| variant_config.clone());
         let kind = config.kind();
+        if entry.workload.produces_flows() {
+            let start = Instant::ZERO + entry.start;
+            let schedules = crate::http::client_schedules(
+                &entry.workload,
+                start + entry.app_start,
+                spec.seed.derive(&format!("workload.flows{e}.http")),
+                generation_end,
+            )
+            .map_err(|err| run_err(format!("flows[{e}] workload: {err}")))?;
+            for schedule in schedules {
+                let (ca, cb) = (config.clone(), config.clone());
+                let a = EndpointSpec {
+                    transport: Box::new(move |s| ca.client(s)),
+                    app: Box::new(MessageSource::new(schedule).with_stream_framing()),
+                };
+                let b = EndpointSpec {
+                    transport: Box::new(move |s| cb.server(s)),
+                    app: Box::new(Sink::stream()),
+                };
+                flows.push(FlowSpec::new(a, b).starting_at(start));
+                entry_of.push(e);
+            }
+            continue;
+        }
         for _ in 0..entry.count {
             let i = flows.len();
             let start = Instant::ZERO + entry.start;
@@ -189,6 +220,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                 app: peer,
             };
             flows.push(FlowSpec::new(a, b).starting_at(start));
+            entry_of.push(e);
             if entry.is_measured() {
                 measured.push((i, kind));
             }
@@ -259,6 +291,21 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         .map_err(|e| run_err(format!("metrics of flow {flow}: {e}")))?;
         analyses.push(analysis);
     }
+    let throughput = match &scenario.metrics.throughput {
+        Some(t) => crate::fairness::series(
+            t,
+            &measured
+                .iter()
+                .map(|(flow, _)| entry_of[*flow])
+                .collect::<Vec<_>>(),
+            &analyses,
+            scenario,
+            generation_end,
+        )
+        .map_err(|e| run_err(format!("throughput: {e}")))?,
+        None => Vec::new(),
+    };
+    let bottleneck = crate::fairness::bottleneck_stats(&result, plan.stop());
     let (dropped_units, mtt) = match drop_k {
         Some(k) => {
             let sender = &result.endpoint(FlowId(measured[0].0), Side::A).records;
@@ -277,6 +324,8 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         fault,
         dropped_units,
         mtt,
+        throughput,
+        bottleneck,
         records: detail.records.then(|| {
             result
                 .endpoints
@@ -316,22 +365,32 @@ fn build_topology(plan: &Plan, point: Option<SweepPoint>) -> Topology {
             bottleneck_reverse,
             access,
         } => {
-            let n = plan.scenario.flow_count();
-            let access: Vec<Access> = (0..n)
-                .map(|i| {
-                    let spec = access.get(i).or(access.first());
-                    spec.map_or_else(Access::default, |s| Access {
+            let fwd = adjust(&bottleneck_forward.0);
+            let rev = adjust(&bottleneck_reverse.as_ref().unwrap_or(bottleneck_forward).0);
+            // `access` lists the flows other than HTTP clients, in order.
+            let mut listed = 0usize;
+            let mut links: Vec<Access> = Vec::with_capacity(plan.scenario.flow_count());
+            for entry in &plan.scenario.flows {
+                if entry.workload.produces_flows() {
+                    links.extend(crate::http::client_access(
+                        &entry.workload,
+                        fwd.delay + rev.delay,
+                    ));
+                    continue;
+                }
+                for _ in 0..entry.count {
+                    let spec = access.get(listed).or(access.first());
+                    listed += 1;
+                    links.push(spec.map_or_else(Access::default, |s| Access {
                         a: s.a.0.clone(),
                         b: s.b.0.clone(),
-                    })
-                })
-                .collect();
+                    }));
+                }
+            }
             Topology::Dumbbell(Dumbbell {
-                bottleneck_forward: adjust(&bottleneck_forward.0),
-                bottleneck_reverse: adjust(
-                    &bottleneck_reverse.as_ref().unwrap_or(bottleneck_forward).0,
-                ),
-                access,
+                bottleneck_forward: fwd,
+                bottleneck_reverse: rev,
+                access: links,
             })
         }
     }

@@ -215,6 +215,14 @@ pub struct FlowEntry {
 }
 
 impl FlowEntry {
+    /// Connections this entry stands for: `count`, or one per client of
+    /// an HTTP workload.
+    pub fn expanded_count(&self) -> u32 {
+        match &self.workload {
+            WorkloadConfig::Http { clients, .. } => u32::from(*clients),
+            _ => self.count,
+        }
+    }
     pub fn is_measured(&self) -> bool {
         self.measured.unwrap_or(self.preset.is_none())
     }
@@ -323,6 +331,24 @@ pub struct MetricsSpec {
     /// and (iii), 40 replications with 95% confidence intervals).
     #[serde(default)]
     pub mtt: MttStatistic,
+    /// Throughput per interval of the measured flows, per `[[flows]]`
+    /// entry, with Jain's fairness index (002 §5.2.5 Fig. 5.20).
+    #[serde(default)]
+    pub throughput: Option<ThroughputSpec>,
+}
+
+/// `[metrics] throughput = { interval = "30s" }`: bytes acknowledged per
+/// interval (002 §5.2.5 measures "by analysing the acknowledgements ... on
+/// a sender side dump" every 30 s), counted from `from` (default: each
+/// entry's `start + app_start`, after the connections are up, as 002
+/// §5.2.5 does) to the end of the generation window.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThroughputSpec {
+    #[serde(with = "serde_duration")]
+    pub interval: Duration,
+    #[serde(default, with = "serde_duration::option")]
+    pub from: Option<Duration>,
 }
 
 /// See [`MetricsSpec::mtt`].
@@ -355,6 +381,7 @@ impl Default for MetricsSpec {
             also: Vec::new(),
             baseline: None,
             mtt: MttStatistic::Median,
+            throughput: None,
         }
     }
 }
@@ -597,14 +624,10 @@ impl Scenario {
             if f.count == 0 {
                 return Err(self.invalid(format!("flows[{i}].count must be at least 1")));
             }
-            total = total.saturating_add(f.count);
             if f.workload.produces_flows() {
-                return Err(self.invalid(format!(
-                    "flows[{i}]: workload kind {:?} produces connections (HTTP-like cross \
-                     traffic), which the lab cannot run yet",
-                    f.workload.kind_name()
-                )));
+                self.validate_http(i, f)?;
             }
+            total = total.saturating_add(f.expanded_count());
             if f.measured == Some(true) && f.preset.is_some() {
                 // Allowed: a measured flow with a fixed preset is compared
                 // across the other flows' variants.
@@ -643,11 +666,21 @@ impl Scenario {
                 .map_err(|e| self.invalid(format!("topology.{label}: {e}")))?;
         }
         if let TopologySpec::Dumbbell { access, .. } = &self.topology {
-            if access.len() > 1 && access.len() != total as usize {
+            // HTTP cross-traffic clients get their access links from their
+            // RTTs (see `FlowEntry::http_clients`), so `access` covers the
+            // other flows only.
+            let listed = self.listed_flow_count();
+            if access.len() > 1 && access.len() != listed {
                 return Err(self.invalid(format!(
-                    "topology.access lists {} entries for {total} flows: give one per flow or one for all",
+                    "topology.access lists {} entries for {listed} flows (HTTP cross-traffic \
+                     clients not counted): give one per flow or one for all",
                     access.len()
                 )));
+            }
+        }
+        if let Some(t) = &self.metrics.throughput {
+            if t.interval.is_zero() {
+                return Err(self.invalid("metrics.throughput.interval must be positive"));
             }
         }
         if let Some(sweep) = &self.sweep {
@@ -692,9 +725,51 @@ impl Scenario {
         }
     }
 
-    /// Total number of flows after `count` expansion.
+    /// Total number of flows after `count` and HTTP-client expansion.
     pub fn flow_count(&self) -> usize {
-        self.flows.iter().map(|f| f.count as usize).sum()
+        self.flows.iter().map(|f| f.expanded_count() as usize).sum()
+    }
+
+    /// Flows that `topology.access` describes: every flow but HTTP clients.
+    pub fn listed_flow_count(&self) -> usize {
+        self.flows
+            .iter()
+            .filter(|f| !f.workload.produces_flows())
+            .map(|f| f.count as usize)
+            .sum()
+    }
+
+    /// An `http` workload (000 §6.2, 002 §5.1.3) expands into one TCP
+    /// connection per client across a dumbbell; it is cross traffic, so it
+    /// has a fixed preset and is not measured.
+    fn validate_http(&self, i: usize, f: &FlowEntry) -> Result<(), LabError> {
+        if !matches!(self.topology, TopologySpec::Dumbbell { .. }) {
+            return Err(self.invalid(format!(
+                "flows[{i}]: HTTP cross traffic needs a dumbbell topology (each client gets \
+                 its own access links for its RTT)"
+            )));
+        }
+        if f.transport != Some(TransportKind::Tcp) || f.preset.is_none() {
+            return Err(self.invalid(format!(
+                "flows[{i}]: HTTP cross traffic needs `transport = \"tcp\"` and a fixed \
+                 `preset` (e.g. \"newreno\"); it does not follow the variants"
+            )));
+        }
+        if f.measured == Some(true) {
+            return Err(self.invalid(format!(
+                "flows[{i}]: HTTP cross traffic cannot be measured (report the bottleneck \
+                 statistics instead)"
+            )));
+        }
+        if f.count != 1 {
+            return Err(self.invalid(format!(
+                "flows[{i}]: an HTTP workload already stands for all its clients; use `clients`, not `count`"
+            )));
+        }
+        if f.peer.is_some_and(|p| p != PeerKind::Sink) {
+            return Err(self.invalid(format!("flows[{i}]: HTTP cross traffic has a sink peer")));
+        }
+        Ok(())
     }
 
     /// The scenario's folder (for relative paths).

@@ -128,7 +128,7 @@ fn validation_errors() {
         "{ kind = \"constant\", iat = \"100ms\", bytes = 100 }",
         "{ kind = \"http\" }",
     ));
-    assert!(e.contains("cannot run yet"), "{e}");
+    assert!(e.contains("dumbbell"), "{e}");
     let missing = Scenario::load(Path::new("/nonexistent/scenario.toml")).unwrap_err();
     assert!(matches!(missing, LabError::Read { .. }), "{missing}");
 }

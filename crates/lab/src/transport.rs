@@ -212,6 +212,15 @@ impl TransportConfig {
         }
     }
 
+    /// The same configuration with tracing off (unmeasured cross traffic).
+    pub fn without_trace(mut self) -> Self {
+        match &mut self {
+            TransportConfig::Sctp(c) => c.trace = false,
+            TransportConfig::Tcp(c) => c.trace = false,
+        }
+        self
+    }
+
     /// The initiating endpoint (flow side A).
     pub fn client(&self, s: &EndpointSetup) -> Box<dyn Transport> {
         match self {

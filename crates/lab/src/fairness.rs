@@ -1,0 +1,260 @@
+//! Throughput per interval, Jain's fairness index (002 §5.2.5, spec §9.7)
+//! and bottleneck statistics (drop rate, utilisation; spec §10.5), per run
+//! and pooled per variant for `results.json`.
+
+use serde::Serialize;
+use thinstream_base::{Duration, Instant};
+use thinstream_metrics::{
+    jain_index, jain_per_interval, FlowAnalysis, MetricsError, ThroughputSource,
+};
+use thinstream_sim::RunResult;
+
+use crate::scenario::{Scenario, ThroughputSpec};
+
+/// One measured flow's bytes acknowledged per interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSeries {
+    /// Its `[[flows]]` entry.
+    pub entry: usize,
+    pub bytes: Vec<u64>,
+}
+
+/// The window throughput is counted in: from `spec.from`, else the latest
+/// `start + app_start` of a measured entry (002 §5.2.5 counts only once
+/// every connection is up), to the end of the generation window (`series`
+/// keeps the whole intervals in it).
+pub fn window(
+    spec: &ThroughputSpec,
+    scenario: &Scenario,
+    generation_end: Instant,
+) -> (Instant, Instant) {
+    let from = spec.from.unwrap_or_else(|| {
+        scenario
+            .flows
+            .iter()
+            .filter(|f| f.is_measured())
+            .map(|f| f.start + f.app_start)
+            .max()
+            .unwrap_or(Duration::ZERO)
+    });
+    let from = (Instant::ZERO + from).min(generation_end);
+    (from, generation_end)
+}
+
+/// Bytes acknowledged per interval (002 §5.2.5: "measured by analysing the
+/// acknowledgements (ACKs) on a sender side dump") of every measured flow;
+/// `entries[k]` is the entry of `analyses[k]`.
+pub fn series(
+    spec: &ThroughputSpec,
+    entries: &[usize],
+    analyses: &[FlowAnalysis],
+    scenario: &Scenario,
+    generation_end: Instant,
+) -> Result<Vec<FlowSeries>, MetricsError> {
+    let (from, to) = window(spec, scenario, generation_end);
+    // Whole intervals only: a last, shorter interval would read as a drop
+    // in throughput.
+    let whole = (to - from).as_nanos() / spec.interval.as_nanos();
+    let to = from + Duration::from_nanos(whole * spec.interval.as_nanos());
+    entries
+        .iter()
+        .zip(analyses)
+        .map(|(entry, a)| {
+            Ok(FlowSeries {
+                entry: *entry,
+                bytes: a.throughput(ThroughputSource::Acked, from, to, spec.interval)?,
+            })
+        })
+        .collect()
+}
+
+/// One bottleneck direction in one run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkUse {
+    pub offered_packets: u64,
+    pub dropped_packets: u64,
+    /// UDP payload bytes (the transport's packets) delivered.
+    pub delivered_bytes: u64,
+    pub rate_bps: Option<u64>,
+    pub seconds: f64,
+}
+
+/// Both bottleneck directions of one dumbbell run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BottleneckRun {
+    pub forward: LinkUse,
+    pub reverse: LinkUse,
+}
+
+/// The bottleneck statistics of a dumbbell run (`None` for two-host runs).
+pub fn bottleneck_stats(result: &RunResult, stop: Instant) -> Option<BottleneckRun> {
+    let seconds = stop.since_epoch().as_secs_f64();
+    let one = |label: &str| {
+        result.link(label).map(|l| LinkUse {
+            offered_packets: l.stats.offered.packets,
+            dropped_packets: l.stats.dropped_total().packets,
+            delivered_bytes: l.stats.delivered.bytes,
+            rate_bps: l.config.bottleneck.as_ref().map(|b| b.rate.bits_per_sec()),
+            seconds,
+        })
+    };
+    Some(BottleneckRun {
+        forward: one("link.bottleneck.forward")?,
+        reverse: one("link.bottleneck.reverse")?,
+    })
+}
+
+/// One bottleneck direction pooled over a variant's runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkUseResult {
+    pub offered_packets: u64,
+    pub dropped_packets: u64,
+    /// `dropped / offered` (queue overflow and any configured loss).
+    pub drop_rate: Option<f64>,
+    pub delivered_bytes: u64,
+    /// Delivered bits over rate × simulated time (whole runs, drain
+    /// included; UDP payload bytes, so headers the bottleneck's
+    /// `overhead_bytes` adds are not counted).
+    pub utilisation: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BottleneckResult {
+    pub forward: LinkUseResult,
+    pub reverse: LinkUseResult,
+}
+
+fn pool_link(uses: &[LinkUse]) -> LinkUseResult {
+    let offered: u64 = uses.iter().map(|u| u.offered_packets).sum();
+    let dropped: u64 = uses.iter().map(|u| u.dropped_packets).sum();
+    let delivered: u64 = uses.iter().map(|u| u.delivered_bytes).sum();
+    let capacity_bits: Option<f64> = uses
+        .iter()
+        .map(|u| u.rate_bps.map(|r| r as f64 * u.seconds))
+        .sum();
+    LinkUseResult {
+        offered_packets: offered,
+        dropped_packets: dropped,
+        drop_rate: (offered > 0).then(|| dropped as f64 / offered as f64),
+        delivered_bytes: delivered,
+        utilisation: capacity_bits
+            .filter(|c| *c > 0.0)
+            .map(|c| delivered as f64 * 8.0 / c),
+    }
+}
+
+/// Pools the bottleneck statistics of runs (`None` if no run had one).
+pub fn pool_bottleneck<'a>(
+    runs: impl Iterator<Item = &'a BottleneckRun>,
+) -> Option<BottleneckResult> {
+    let runs: Vec<&BottleneckRun> = runs.collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let fwd: Vec<LinkUse> = runs.iter().map(|r| r.forward).collect();
+    let rev: Vec<LinkUse> = runs.iter().map(|r| r.reverse).collect();
+    Some(BottleneckResult {
+        forward: pool_link(&fwd),
+        reverse: pool_link(&rev),
+    })
+}
+
+/// Throughput of one `[[flows]]` entry's measured flows, pooled over runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct EntryThroughput {
+    pub entry: usize,
+    pub workload: String,
+    /// Measured flows of this entry per run.
+    pub flows: usize,
+    pub interval_s: f64,
+    /// The entry's aggregate throughput in every interval of every run
+    /// (the samples of 002 Fig. 5.20's boxes), kbit/s.
+    pub aggregate_kbps: Vec<f64>,
+    pub aggregate_kbps_mean: Option<f64>,
+    pub aggregate_kbps_median: Option<f64>,
+    pub aggregate_kbps_min: Option<f64>,
+    pub aggregate_kbps_max: Option<f64>,
+    /// Each flow's mean throughput over the window, run after run, kbit/s.
+    pub per_flow_kbps: Vec<f64>,
+    /// Jain's index over the entry's flows in each interval (all runs).
+    pub jain_per_interval: Vec<Option<f64>>,
+    pub jain_mean: Option<f64>,
+    /// Jain's index over the flows' whole-window throughput (per run, averaged).
+    pub jain_of_totals: Option<f64>,
+}
+
+fn kbps(bytes: u64, interval: Duration) -> f64 {
+    bytes as f64 * 8.0 / interval.as_secs_f64() / 1000.0
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Pools per-run series by entry; `runs[r]` is one run's series.
+pub fn pool_throughput(
+    scenario: &Scenario,
+    interval: Duration,
+    runs: &[&[FlowSeries]],
+) -> Vec<EntryThroughput> {
+    let mut out = Vec::new();
+    for (e, entry) in scenario.flows.iter().enumerate() {
+        let mut aggregate = Vec::new();
+        let mut per_flow = Vec::new();
+        let mut jain = Vec::new();
+        let mut jain_totals = Vec::new();
+        let mut flows = 0;
+        for run in runs {
+            let mine: Vec<Vec<u64>> = run
+                .iter()
+                .filter(|s| s.entry == e)
+                .map(|s| s.bytes.clone())
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            flows = mine.len();
+            let bins = mine.iter().map(Vec::len).max().unwrap_or(0);
+            for k in 0..bins {
+                let sum: u64 = mine.iter().map(|s| s.get(k).copied().unwrap_or(0)).sum();
+                aggregate.push(kbps(sum, interval));
+            }
+            let totals: Vec<f64> = mine
+                .iter()
+                .map(|s| kbps(s.iter().sum(), interval) / s.len().max(1) as f64)
+                .collect();
+            jain_totals.extend(jain_index(&totals));
+            per_flow.extend(totals);
+            jain.extend(jain_per_interval(&mine));
+        }
+        if flows == 0 {
+            continue;
+        }
+        let mut sorted = aggregate.clone();
+        sorted.sort_by(f64::total_cmp);
+        let known: Vec<f64> = jain.iter().flatten().copied().collect();
+        out.push(EntryThroughput {
+            entry: e,
+            workload: entry.workload.describe(),
+            flows,
+            interval_s: interval.as_secs_f64(),
+            aggregate_kbps_mean: mean(&aggregate),
+            aggregate_kbps_median: (!sorted.is_empty()).then(|| {
+                let n = sorted.len();
+                if n % 2 == 1 {
+                    sorted[n / 2]
+                } else {
+                    (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+                }
+            }),
+            aggregate_kbps_min: sorted.first().copied(),
+            aggregate_kbps_max: sorted.last().copied(),
+            aggregate_kbps: aggregate,
+            per_flow_kbps: per_flow,
+            jain_mean: mean(&known),
+            jain_per_interval: jain,
+            jain_of_totals: mean(&jain_totals),
+        });
+    }
+    out
+}

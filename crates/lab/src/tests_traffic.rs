@@ -1,0 +1,169 @@
+//! HTTP cross traffic on a dumbbell, bottleneck statistics, throughput and
+//! Jain's index, on small scenarios (a few simulated seconds each).
+
+use std::path::Path;
+
+use crate::plan::{Plan, PlanOptions};
+use crate::results::Results;
+use crate::runner::{run_all, RunOptions};
+use crate::scenario::Scenario;
+use crate::LabError;
+
+const CROSS: &str = r#"
+name = "cross"
+duration = "20s"
+drain = "5s"
+seed = 9
+
+[topology]
+kind = "dumbbell"
+bottleneck_forward = "rate 2mbit limit 20"
+access = [{ a = "delay 20ms" }]
+
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+app_start = "1s"
+
+[[flows]]
+transport = "tcp"
+preset = "newreno"
+workload = { kind = "http", clients = 6, mean-request-gap = "100ms" }
+
+[[variants]]
+name = "rfc"
+preset = "rfc"
+"#;
+
+fn parse(text: &str) -> Result<Scenario, LabError> {
+    Scenario::parse(text, Path::new("test.toml"))
+}
+
+fn results(text: &str) -> serde_json::Value {
+    let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap()
+}
+
+// An http entry expands into one connection per client; the cross traffic
+// loads the bottleneck (drops, utilisation reported) and the measured
+// thin stream still gets every message through.
+#[test]
+fn http_cross_traffic_loads_the_bottleneck() {
+    let s = parse(CROSS).unwrap();
+    assert_eq!(s.flow_count(), 7);
+    assert_eq!(s.listed_flow_count(), 1);
+    let r = results(CROSS);
+    let v = &r["variants"][0];
+    assert_eq!(v["faults"], serde_json::json!([]));
+    assert_eq!(v["messages"], v["delivered"], "{v}");
+    let fwd = &v["bottleneck"]["forward"];
+    let offered = fwd["offered_packets"].as_u64().unwrap();
+    // The thin stream alone sends ~190 packets; 6 clients asking for
+    // 9200 B on average every 100 ms offer ~4.4 Mbit/s to a 2 Mbit/s link.
+    assert!(offered > 2000, "{fwd}");
+    assert!(fwd["dropped_packets"].as_u64().unwrap() > 0, "{fwd}");
+    let u = fwd["utilisation"].as_f64().unwrap();
+    assert!(u > 0.5 && u < 1.05, "{fwd}");
+    let rate = fwd["drop_rate"].as_f64().unwrap();
+    assert!(rate > 0.0 && rate < 0.5, "{fwd}");
+    // Deterministic.
+    assert_eq!(
+        results(CROSS)["variants"][0]["bottleneck"],
+        v["bottleneck"],
+        "same seed, same bottleneck"
+    );
+}
+
+#[test]
+fn http_cross_traffic_is_validated() {
+    let err = |text: &str| match parse(text) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    };
+    let e = err(&CROSS.replace("preset = \"newreno\"\n", ""));
+    assert!(e.contains("fixed"), "{e}");
+    let e = err(&CROSS.replace("transport = \"tcp\"\n", ""));
+    assert!(e.contains("tcp"), "{e}");
+    let e = err(&CROSS.replace(
+        "preset = \"newreno\"\n",
+        "preset = \"newreno\"\nmeasured = true\n",
+    ));
+    assert!(e.contains("measured"), "{e}");
+    let e = err(&CROSS.replace(
+        "preset = \"newreno\"\n",
+        "preset = \"newreno\"\ncount = 2\n",
+    ));
+    assert!(e.contains("clients"), "{e}");
+    // `access` lists the other flows only: two entries for one flow is wrong.
+    let e = err(&CROSS.replace(
+        "access = [{ a = \"delay 20ms\" }]",
+        "access = [{ a = \"delay 20ms\" }, { a = \"delay 20ms\" }]",
+    ));
+    assert!(e.contains("access"), "{e}");
+}
+
+const FAIR: &str = r#"
+name = "fair"
+duration = "20s"
+drain = "2s"
+seed = 4
+
+[topology]
+kind = "dumbbell"
+bottleneck_forward = "rate 1000kbit limit 30"
+access = [{ a = "delay 25ms" }]
+
+[[flows]]
+transport = "tcp"
+preset = "linux-2.6.23"
+measured = true
+count = 2
+workload = { kind = "bulk" }
+
+[[flows]]
+transport = "tcp"
+count = 3
+workload = { kind = "constant", iat = "85ms", bytes = 120 }
+
+[[variants]]
+name = "newreno"
+preset = "linux-2.6.23"
+
+[metrics]
+throughput = { interval = "5s", from = "2s" }
+"#;
+
+// Throughput per interval per entry: the greedy pair fills what the thin
+// streams leave, and Jain's index stays in (0, 1].
+#[test]
+fn throughput_and_jain_per_entry() {
+    let r = results(FAIR);
+    let t = r["variants"][0]["throughput"].as_array().unwrap();
+    assert_eq!(t.len(), 2, "{t:?}");
+    let greedy = &t[0];
+    let thin = &t[1];
+    assert_eq!(greedy["entry"], 0);
+    assert_eq!(greedy["flows"], 2);
+    assert_eq!(thin["flows"], 3);
+    // Window [2 s, 20 s) in whole 5 s intervals: 3.
+    let g: Vec<f64> = greedy["aggregate_kbps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(g.len(), 3);
+    // Three thin streams: 120 B every 85 ms ≈ 11.3 kbit/s each.
+    let thin_mean = thin["aggregate_kbps_mean"].as_f64().unwrap();
+    assert!((25.0..=40.0).contains(&thin_mean), "{thin_mean}");
+    // Greedy streams take most of the rest of 1000 kbit/s, never more.
+    for x in &g[1..] {
+        assert!(*x > 600.0 && *x < 1000.0, "{g:?}");
+    }
+    for j in greedy["jain_per_interval"].as_array().unwrap() {
+        let j = j.as_f64().unwrap();
+        assert!(j > 0.5 && j <= 1.0 + 1e-12, "{j}");
+    }
+    let jt = greedy["jain_of_totals"].as_f64().unwrap();
+    assert!(jt > 0.5 && jt <= 1.0 + 1e-12, "{jt}");
+}
