@@ -200,9 +200,10 @@ pub enum EarlyRetransmit {
     /// Byte-based (draft-allman-tcp-early-rexmt / RFC 5827 as 003 §2.2
     /// states it): `ownd < 4*SMSS`, nothing new can be sent, and
     /// `ownd - SMSS` bytes acknowledged (never when `ownd <= SMSS`, 003 §2.3).
+    /// The 4 is the fast-retransmit threshold + 1 ([`OutstandingView::dup_threshold`]).
     Bytes,
     /// Packet-based modification of 003 §2.3: `opkt < 4`, nothing new can be
-    /// sent, and `opkt - 1` packets acknowledged.
+    /// sent, and `opkt - 1` packets acknowledged (4 = threshold + 1, as above).
     Packets,
 }
 
