@@ -36,6 +36,14 @@
 //!   after an RTT sample (a stream that becomes thin keeps its RTO until the
 //!   next sample, as the document says). The patch sets 200 ms even when
 //!   RTO.Min is lower; here the floor is never raised.
+//!   Consequence (not a deviation, but it differs from 002 Fig. 5.26(b)):
+//!   with a jitter-free 100 ms RTT the RTO settles at the 200 ms floor, so
+//!   for a stream sending every 250 ms T3 expires before the next packet
+//!   exists and `mfr` can never act on a single loss; the first
+//!   retransmissions of `thin` are then ~98% timeouts, where 002 reports
+//!   fewer timeouts than unmodified lksctp. 002's share needs an RTO above
+//!   IAT + RTT (350 ms) for most losses; what raised it in the testbed is
+//!   not stated.
 //! - **restart** (002 §4.2.4): when a SACK advances the cumulative ack with
 //!   data still outstanding, T3 expires at `earliest send time of a chunk
 //!   in flight + RTO`, or at once if that is past. Not gated by thin.
