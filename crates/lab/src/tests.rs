@@ -409,8 +409,13 @@ fn repository_compare_paths_resolve() {
             continue;
         }
         let s = Scenario::load(&path).unwrap();
+        // Throughput needs at least one whole interval in the window.
+        let short = match &s.metrics.throughput {
+            Some(t) => t.from.unwrap_or(Duration::ZERO) + t.interval * 2,
+            None => Duration::from_secs(20),
+        };
         let options = PlanOptions {
-            duration: Some(s.duration.min(Duration::from_secs(20))),
+            duration: Some(s.duration.min(short)),
             drain: Some(s.drain.min(Duration::from_secs(10))),
             repetitions: Some(1),
             ..PlanOptions::default()
