@@ -33,6 +33,7 @@
 //! # Ok::<(), thinstream_lab::LabError>(())
 //! ```
 
+pub mod echo;
 mod error;
 pub mod fairness;
 pub mod http;

@@ -167,6 +167,15 @@ impl Plan {
         let mut variants = Vec::with_capacity(scenario.variants.len());
         for v in &scenario.variants {
             let kind = v.transport.unwrap_or(measured_kind);
+            if v.unordered && kind != TransportKind::Sctp {
+                return Err(LabError::Invalid {
+                    path: scenario.path.clone(),
+                    message: format!(
+                        "variant {:?}: `unordered` needs SCTP (TCP has no unordered delivery)",
+                        v.name
+                    ),
+                });
+            }
             let config = match transport::resolve(kind, &v.preset, &v.overrides) {
                 Ok(c) => Ok(c),
                 Err(PresetIssue::NotAvailable(m)) => Err(m),
@@ -185,21 +194,39 @@ impl Plan {
             });
         }
 
-        // Echo needs message framing (the echo server answers whole messages).
+        // A TCP variant splits a multi-stream workload into one connection
+        // per stream (`echo::splits`); the dumbbell's access list is per
+        // listed flow, so that needs the two-host topology. A TCP echo peer
+        // needs fixed-size requests to find them in the byte stream.
         for (i, f) in scenario.flows.iter().enumerate() {
-            if f.peer_kind() == PeerKind::Echo {
-                let tcp_somewhere = match &fixed[i] {
-                    Some(c) => c.kind() == TransportKind::Tcp,
-                    None => variants.iter().any(|v| v.transport == TransportKind::Tcp),
-                };
-                if tcp_somewhere {
-                    return Err(LabError::Invalid {
-                        path: scenario.path.clone(),
-                        message: format!(
-                            "flows[{i}]: an echo peer needs SCTP (message framing); TCP delivers a byte stream"
-                        ),
-                    });
-                }
+            let tcp_somewhere = match &fixed[i] {
+                Some(c) => c.kind() == TransportKind::Tcp,
+                None => variants.iter().any(|v| v.transport == TransportKind::Tcp),
+            };
+            if !tcp_somewhere {
+                continue;
+            }
+            let bad = |message: String| LabError::Invalid {
+                path: scenario.path.clone(),
+                message,
+            };
+            if f.peer_kind() == PeerKind::Echo
+                && crate::echo::fixed_request_bytes(&f.workload).is_none()
+            {
+                return Err(bad(format!(
+                    "flows[{i}]: a TCP echo peer needs fixed-size requests (an `echo` or `constant` workload)"
+                )));
+            }
+            if f.workload.stream_count() > 1
+                && !matches!(
+                    scenario.topology,
+                    crate::scenario::TopologySpec::TwoHost { .. }
+                )
+            {
+                return Err(bad(format!(
+                    "flows[{i}]: {} streams over TCP become one connection per stream, which needs a two-host topology",
+                    f.workload.stream_count()
+                )));
             }
         }
 

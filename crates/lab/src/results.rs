@@ -93,6 +93,14 @@ pub struct VariantResult {
     /// directions, pooled over the runs (spec §10.5).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<crate::fairness::BottleneckResult>,
+    /// Echo workloads: response times (request sent -> echo delivered,
+    /// 001 §IV.A) pooled over runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub responses: Option<crate::echo::ResponseResult>,
+    /// Echo workloads on a two-host path with Bernoulli loss: the
+    /// head-of-line model's prediction for this variant (001 §III).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::echo::ModelResult>,
     /// `[metrics] throughput`: per `[[flows]]` entry with measured flows,
     /// throughput per interval and Jain's index (002 §5.2.5).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -293,6 +301,16 @@ impl Results {
                 summary,
                 also,
                 retransmission_causes: causes(mine.iter().flat_map(|o| o.flows.iter())),
+                responses: (available
+                    && s.flows.iter().any(|f| {
+                        f.is_measured() && f.peer_kind() == crate::scenario::PeerKind::Echo
+                    }))
+                .then(|| crate::echo::pool_responses(mine.iter().flat_map(|o| o.responses.iter()))),
+                model: v
+                    .config
+                    .as_ref()
+                    .ok()
+                    .and_then(|c| crate::echo::predict(s, c, v.spec.unordered)),
                 bottleneck: crate::fairness::pool_bottleneck(
                     mine.iter().filter_map(|o| o.bottleneck.as_ref()),
                 ),

@@ -47,6 +47,8 @@ pub struct RunOutcome {
     /// `[metrics] throughput`: bytes acknowledged per interval of every
     /// measured flow, with its `[[flows]]` entry.
     pub throughput: Vec<crate::fairness::FlowSeries>,
+    /// Echo flows: the response time of every request (001 §IV.A).
+    pub responses: Vec<thinstream_metrics::ResponseSample>,
     /// Dumbbell runs: the bottleneck links' statistics.
     pub bottleneck: Option<crate::fairness::BottleneckRun>,
     /// The capture, if this run was asked for one.
@@ -182,6 +184,8 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             }
             continue;
         }
+        let streams = entry.workload.stream_count();
+        let split = crate::echo::splits(kind, streams);
         for _ in 0..entry.count {
             let i = flows.len();
             let start = Instant::ZERO + entry.start;
@@ -192,37 +196,71 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                     spec.seed.derive(&format!("workload.flow{i}")),
                 )
                 .map_err(|err| run_err(format!("flows[{e}] workload: {err}")))?;
+            let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
             let schedule = generator
                 .into_messages()
                 .take_while(move |m| m.at < generation_end)
-                .map(|m| MessageSpec {
+                .map(move |m| MessageSpec {
                     at: m.at,
                     stream: m.stream,
                     bytes: m.bytes,
-                    unordered: m.unordered,
+                    unordered: m.unordered || force_unordered,
                 });
-            let mut source = MessageSource::new(schedule);
-            if kind == TransportKind::Tcp {
-                source = source.with_stream_framing();
-            }
-            let peer: Box<dyn App> = match (entry.peer_kind(), kind) {
-                (PeerKind::Echo, _) => Box::new(Echo::new()),
-                (PeerKind::Sink, TransportKind::Tcp) => Box::new(Sink::stream()),
-                (PeerKind::Sink, TransportKind::Sctp) => Box::new(Sink::messages()),
+            // TCP has one ordered byte stream per connection: a workload
+            // over N streams becomes N connections, one per stream (001
+            // §III.E's N TCP connections, messages round robin over them).
+            // The message draws are the same as for SCTP variants.
+            let schedules: Vec<Box<dyn Iterator<Item = MessageSpec>>> = if split {
+                let mut per: Vec<Vec<MessageSpec>> = vec![Vec::new(); usize::from(streams)];
+                for m in schedule {
+                    if let Some(list) = per.get_mut(usize::from(m.stream)) {
+                        list.push(MessageSpec {
+                            stream: 0,
+                            unordered: false,
+                            ..m
+                        });
+                    }
+                }
+                per.into_iter()
+                    .map(|v| Box::new(v.into_iter()) as Box<dyn Iterator<Item = MessageSpec>>)
+                    .collect()
+            } else {
+                vec![Box::new(schedule)]
             };
-            let (ca, cb) = (config.clone(), config.clone());
-            let a = EndpointSpec {
-                transport: Box::new(move |s| ca.client(s)),
-                app: Box::new(source),
-            };
-            let b = EndpointSpec {
-                transport: Box::new(move |s| cb.server(s)),
-                app: peer,
-            };
-            flows.push(FlowSpec::new(a, b).starting_at(start));
-            entry_of.push(e);
-            if entry.is_measured() {
-                measured.push((i, kind));
+            for schedule in schedules {
+                let i = flows.len();
+                let mut source = MessageSource::new(schedule);
+                if kind == TransportKind::Tcp {
+                    source = source.with_stream_framing();
+                }
+                let peer: Box<dyn App> = match (entry.peer_kind(), kind) {
+                    (PeerKind::Echo, TransportKind::Sctp) => Box::new(Echo::new()),
+                    (PeerKind::Echo, TransportKind::Tcp) => {
+                        let size =
+                            crate::echo::fixed_request_bytes(&entry.workload).ok_or_else(|| {
+                                run_err(format!(
+                                    "flows[{e}]: a TCP echo peer needs fixed-size requests"
+                                ))
+                            })?;
+                        Box::new(crate::echo::FramedEcho::new(size))
+                    }
+                    (PeerKind::Sink, TransportKind::Tcp) => Box::new(Sink::stream()),
+                    (PeerKind::Sink, TransportKind::Sctp) => Box::new(Sink::messages()),
+                };
+                let (ca, cb) = (config.clone(), config.clone());
+                let a = EndpointSpec {
+                    transport: Box::new(move |s| ca.client(s)),
+                    app: Box::new(source),
+                };
+                let b = EndpointSpec {
+                    transport: Box::new(move |s| cb.server(s)),
+                    app: peer,
+                };
+                flows.push(FlowSpec::new(a, b).starting_at(start));
+                entry_of.push(e);
+                if entry.is_measured() {
+                    measured.push((i, kind));
+                }
             }
         }
     }
@@ -267,6 +305,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         summary_latency: scenario.metrics.latency,
     };
     let mut analyses = Vec::with_capacity(measured.len());
+    let mut responses = Vec::new();
     for (flow, _) in &measured {
         let a = result.endpoint(FlowId(*flow), Side::A);
         let b = result.endpoint(FlowId(*flow), Side::B);
@@ -289,6 +328,23 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             options,
         )
         .map_err(|e| run_err(format!("metrics of flow {flow}: {e}")))?;
+        if scenario.flows[entry_of[*flow]].peer_kind() == PeerKind::Echo {
+            // 001 §IV.A: request sent -> echo delivered to the client.
+            let reverse = FlowAnalysis::build(
+                FlowInput {
+                    sender: &b.records,
+                    receiver: Some(&a.records),
+                    app_sends: None,
+                    duplicate_reports: None,
+                },
+                options,
+            )
+            .map_err(|e| run_err(format!("metrics of flow {flow} (echoes): {e}")))?;
+            responses.extend(
+                thinstream_metrics::response_times(&analysis, &reverse)
+                    .map_err(|e| run_err(format!("response times of flow {flow}: {e}")))?,
+            );
+        }
         analyses.push(analysis);
     }
     let throughput = match &scenario.metrics.throughput {
@@ -326,6 +382,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         mtt,
         throughput,
         bottleneck,
+        responses,
         records: detail.records.then(|| {
             result
                 .endpoints

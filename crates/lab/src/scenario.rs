@@ -249,6 +249,10 @@ pub struct VariantSpec {
     pub overrides: Overrides,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// SCTP: send every message of the flows that follow the variants
+    /// unordered (the U flag; 001 §III.D), whatever the workload says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unordered: bool,
 }
 
 /// Config fields a variant may set on top of its preset. Each applies to

@@ -167,3 +167,94 @@ fn throughput_and_jain_per_entry() {
     let jt = greedy["jain_of_totals"].as_f64().unwrap();
     assert!(jt > 0.5 && jt <= 1.0 + 1e-12, "{jt}");
 }
+
+const ECHO: &str = r#"
+name = "echo"
+duration = "20s"
+drain = "5s"
+seed = 2
+
+[topology]
+kind = "two-host"
+forward = "delay 10ms loss 2%"
+
+[[flows]]
+workload = { kind = "echo", bytes = 100, mean-iat = "10ms", streams = 4 }
+peer = "echo"
+app_start = "1s"
+
+[[variants]]
+name = "sctp"
+preset = "rfc"
+overrides = { delayed_sack = false }
+
+[[variants]]
+name = "unordered"
+preset = "rfc"
+overrides = { delayed_sack = false }
+unordered = true
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-2.6.23"
+"#;
+
+// Echo over SCTP streams, unordered SCTP and one TCP connection per stream:
+// every request is answered, no response is faster than the RTT, the same
+// requests are sent in every variant, and the model's prediction sits
+// beside the measurement.
+#[test]
+fn echo_response_times_and_model_per_variant() {
+    let plan = Plan::new(parse(ECHO).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    // The TCP run measures four connections, the SCTP runs one association.
+    assert_eq!(outcomes[0].flows.len(), 1);
+    assert_eq!(outcomes[2].flows.len(), 4);
+    let r: serde_json::Value =
+        serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap();
+    let mut requests = None;
+    for v in r["variants"].as_array().unwrap() {
+        assert_eq!(v["faults"], serde_json::json!([]), "{v}");
+        let resp = &v["responses"];
+        let n = resp["requests"].as_u64().unwrap();
+        assert!(n > 1500, "{resp}");
+        assert_eq!(resp["answered"], resp["requests"], "{}: {resp}", v["name"]);
+        assert_eq!(
+            *requests.get_or_insert(n),
+            n,
+            "same requests in every variant"
+        );
+        let min_ok = resp["response_ms"]["p50"].as_f64().unwrap();
+        assert!(min_ok >= 20.0 - 1e-9, "{resp}");
+        let m = &v["model"];
+        assert!(m["response_time_ms"].as_f64().unwrap() > 20.0, "{m}");
+    }
+    let model_scheme = |i: usize| {
+        r["variants"][i]["model"]["scheme"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(model_scheme(0).contains("SctpStreams"));
+    assert_eq!(model_scheme(1), "SctpUnordered");
+    assert!(model_scheme(2).contains("TcpConnections"));
+}
+
+#[test]
+fn echo_over_tcp_is_validated() {
+    let bad = |text: &str| match Plan::new(parse(text).unwrap(), &PlanOptions::default()) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    };
+    let e = bad(&ECHO.replace(
+        "preset = \"linux-2.6.23\"",
+        "preset = \"linux-2.6.23\"\nunordered = true",
+    ));
+    assert!(e.contains("unordered"), "{e}");
+    let e = bad(&ECHO.replace(
+        "{ kind = \"echo\", bytes = 100, mean-iat = \"10ms\", streams = 4 }",
+        "{ kind = \"exponential\", bytes = 100, mean-iat = \"10ms\" }",
+    ));
+    assert!(e.contains("fixed-size"), "{e}");
+}

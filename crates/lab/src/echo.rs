@@ -1,0 +1,229 @@
+//! Request/response over echo peers (001 §IV.A; spec §10.4): the TCP echo
+//! peer, response times in results.json, and the head-of-line model's
+//! prediction beside them (`thinstream_model::hol`, 001 §III).
+//!
+//! TCP is a byte stream, so a TCP echo peer cannot see message boundaries.
+//! The requests of the echo workloads have a fixed size, so [`FramedEcho`]
+//! cuts the received bytes into requests of that size and writes each one
+//! back whole: its `k`-th write is the answer to the `k`-th request, which
+//! is what `metrics::response_times` pairs (the client "frames responses by
+//! size": a response is complete when its last byte is delivered).
+//!
+//! 001's N TCP connections (§III.E) are modelled by splitting a workload
+//! over N streams into one connection per stream (see `runner`).
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+use thinstream_base::drive::{AppEvent, SendError};
+use thinstream_base::{Duration, Probability};
+use thinstream_link::LossModel;
+use thinstream_metrics::{LatencyMs, LatencyStats, ResponseSample};
+use thinstream_model::{HolParams, Scheme};
+use thinstream_sim::app::{EchoReport, SinkReport};
+use thinstream_sim::{App, AppCtx, AppReport, Sink};
+use thinstream_workload::WorkloadConfig;
+
+use crate::scenario::{Scenario, TopologySpec, TransportKind};
+use crate::transport::TransportConfig;
+
+/// The fixed request size of a workload, if it has one (what a TCP echo
+/// peer needs to find the requests in the byte stream).
+pub fn fixed_request_bytes(w: &WorkloadConfig) -> Option<u32> {
+    match w {
+        WorkloadConfig::Echo { bytes, .. } | WorkloadConfig::Constant { bytes, .. } => Some(*bytes),
+        _ => None,
+    }
+}
+
+/// A TCP echo peer: writes back every complete `size`-byte request.
+#[derive(Debug)]
+pub struct FramedEcho {
+    size: usize,
+    partial: Vec<u8>,
+    waiting: VecDeque<Vec<u8>>,
+    echoed: u64,
+    rejected: Vec<SendError>,
+    sink: Sink,
+}
+
+impl FramedEcho {
+    pub fn new(size: u32) -> FramedEcho {
+        FramedEcho {
+            size: (size as usize).max(1),
+            partial: Vec::new(),
+            waiting: VecDeque::new(),
+            echoed: 0,
+            rejected: Vec::new(),
+            sink: Sink::stream(),
+        }
+    }
+
+    fn flush(&mut self, ctx: &mut AppCtx<'_>) {
+        while let Some(payload) = self.waiting.front() {
+            match ctx.send(0, false, payload) {
+                Ok(_) => self.echoed += 1,
+                Err(SendError::NotConnected | SendError::BufferFull) => return,
+                Err(e) => self.rejected.push(e),
+            }
+            self.waiting.pop_front();
+        }
+    }
+}
+
+impl App for FramedEcho {
+    fn on_start(&mut self, _ctx: &mut AppCtx<'_>) {}
+
+    fn on_event(&mut self, ctx: &mut AppCtx<'_>, event: AppEvent) {
+        if let AppEvent::Received { payload, .. } = &event {
+            self.partial.extend_from_slice(payload);
+            while self.partial.len() >= self.size {
+                let rest = self.partial.split_off(self.size);
+                self.waiting
+                    .push_back(std::mem::replace(&mut self.partial, rest));
+            }
+        }
+        let retry = matches!(
+            event,
+            AppEvent::Received { .. } | AppEvent::Writable | AppEvent::Established
+        );
+        self.sink.on_event(ctx, event);
+        if retry {
+            self.flush(ctx);
+        }
+    }
+
+    fn on_timer(&mut self, _ctx: &mut AppCtx<'_>) {}
+
+    fn finish(self: Box<Self>) -> AppReport {
+        let received: SinkReport = match Box::new(self.sink).finish() {
+            AppReport::Sink(r) => r,
+            // `Sink::finish` always reports a sink.
+            _ => unreachable!("Sink::finish returns AppReport::Sink"),
+        };
+        AppReport::Echo(EchoReport {
+            echoed: self.echoed,
+            rejected: self.rejected,
+            waiting: self.waiting.len(),
+            received,
+        })
+    }
+}
+
+/// Response times of a variant, pooled over its runs and echo flows.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResponseResult {
+    pub requests: usize,
+    /// Requests whose echo arrived.
+    pub answered: usize,
+    pub response_ms: Option<LatencyMs>,
+}
+
+pub fn pool_responses<'a>(samples: impl Iterator<Item = &'a ResponseSample>) -> ResponseResult {
+    let mut requests = 0;
+    let mut times: Vec<Duration> = Vec::new();
+    for s in samples {
+        requests += 1;
+        times.extend(s.response);
+    }
+    ResponseResult {
+        requests,
+        answered: times.len(),
+        response_ms: LatencyStats::from_durations(times)
+            .as_ref()
+            .map(LatencyMs::from),
+    }
+}
+
+/// The head-of-line model's prediction for one variant (001 §III, eq. 1-5).
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelResult {
+    pub scheme: String,
+    pub rtt_ms: f64,
+    pub rto_ms: f64,
+    pub loss: f64,
+    pub interarrival_ms: f64,
+    pub detection_ms: f64,
+    pub by_fast_retransmit: bool,
+    pub queued: u64,
+    pub delay_increase_ms: f64,
+    pub one_way_delay_ms: f64,
+    pub response_time_ms: f64,
+}
+
+/// The prediction for an echo scenario on a two-host path with Bernoulli
+/// loss: `HolParams::testbed_001(p)` (001's δ) with the scenario's RTT,
+/// the variant's RTO floor as `RTO` (001 §III.B: the RTO is at its minimum
+/// on such a path) and the workload's total message rate. `None` when the
+/// scenario does not fit the model (no echo flow, not two-host, no
+/// Bernoulli loss, a non-exponential workload).
+pub fn predict(
+    scenario: &Scenario,
+    config: &TransportConfig,
+    variant_unordered: bool,
+) -> Option<ModelResult> {
+    let entry = scenario
+        .flows
+        .iter()
+        .find(|f| f.is_measured() && matches!(f.workload, WorkloadConfig::Echo { .. }))?;
+    let WorkloadConfig::Echo {
+        mean_iat,
+        streams,
+        unordered,
+        ..
+    } = &entry.workload
+    else {
+        return None;
+    };
+    let TopologySpec::TwoHost { forward, reverse } = &scenario.topology else {
+        return None;
+    };
+    let reverse = reverse.as_ref().unwrap_or(forward);
+    let p: Probability = match forward.0.loss {
+        Some(LossModel::Bernoulli { p }) => p,
+        _ => return None,
+    };
+    let rtt = forward.0.delay + reverse.0.delay;
+    let (scheme, rto) = match config {
+        TransportConfig::Sctp(c) if *unordered || variant_unordered => {
+            (Scheme::SctpUnordered, c.rto_min)
+        }
+        TransportConfig::Sctp(c) => (
+            Scheme::SctpStreams {
+                streams: u32::from((*streams).max(1)),
+            },
+            c.rto_min,
+        ),
+        TransportConfig::Tcp(c) => (
+            Scheme::TcpConnections {
+                connections: u32::from((*streams).max(1)),
+            },
+            c.rto_min,
+        ),
+    };
+    let mut params = HolParams::testbed_001(p);
+    params.rtt = rtt;
+    params.rto = rto;
+    params.interarrival = *mean_iat;
+    let pr = params.predict(scheme).ok()?;
+    let ms = |d: Duration| d.as_nanos() as f64 / 1e6;
+    Some(ModelResult {
+        scheme: format!("{scheme:?}"),
+        rtt_ms: ms(rtt),
+        rto_ms: ms(rto),
+        loss: p.get(),
+        interarrival_ms: ms(*mean_iat),
+        detection_ms: ms(pr.detection),
+        by_fast_retransmit: pr.by_fast_retransmit,
+        queued: pr.queued,
+        delay_increase_ms: pr.delay_increase_ms,
+        one_way_delay_ms: pr.one_way_delay_ms,
+        response_time_ms: pr.response_time_ms,
+    })
+}
+
+/// Whether flows of this kind carrying `streams` streams are split into one
+/// connection per stream (TCP has one ordered byte stream per connection).
+pub fn splits(kind: TransportKind, streams: u16) -> bool {
+    kind == TransportKind::Tcp && streams > 1
+}
