@@ -370,3 +370,106 @@ fn pcap_and_records_of_one_run() {
     assert!(resent >= 1, "the dropped message was never sent again");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// 000-fig8-crosstraffic, 10 s: the 81 HTTP clients load the bottleneck and
+// results.json reports its drop rate and utilisation.
+#[test]
+fn crosstraffic_short_run() {
+    let dir = out_dir("crosstraffic");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("000-fig8-crosstraffic.toml").to_str().unwrap(),
+        "--duration",
+        "10s",
+        "--drain",
+        "5s",
+        "--variants",
+        "lksctp",
+        "--out",
+        dir.to_str().unwrap(),
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let j = read_json(&dir);
+    let v = &j["variants"][0];
+    check_variant(v);
+    assert_eq!(v["faults"], serde_json::json!([]), "{v}");
+    let fwd = &v["bottleneck"]["forward"];
+    assert!(fwd["offered_packets"].as_u64().unwrap() > 5000, "{fwd}");
+    let u = fwd["utilisation"].as_f64().unwrap();
+    assert!(u > 0.3 && u < 1.05, "{fwd}");
+    assert!(fwd["drop_rate"].as_f64().is_some(), "{fwd}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// 002-tcp-fairness, one 30 s interval: greedy and thin throughput per entry
+// with Jain's index; RDB thin streams leave the greedy ones less.
+#[test]
+fn fairness_short_run() {
+    let dir = out_dir("fairness");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("002-tcp-fairness.toml").to_str().unwrap(),
+        "--duration",
+        "36s",
+        "--drain",
+        "2s",
+        "--variants",
+        "newreno,RDB",
+        "--out",
+        dir.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let j = read_json(&dir);
+    let greedy = |i: usize| {
+        let t = &j["variants"][i]["throughput"][0];
+        assert_eq!(t["entry"], 0, "{t}");
+        assert_eq!(t["flows"], 4, "{t}");
+        let jain = t["jain_mean"].as_f64().unwrap();
+        assert!(jain > 0.25 && jain <= 1.0 + 1e-9, "{t}");
+        t["aggregate_kbps_mean"].as_f64().unwrap()
+    };
+    let (with_newreno, with_rdb) = (greedy(0), greedy(1));
+    assert!(
+        with_newreno > 500.0 && with_newreno < 1000.0,
+        "{with_newreno}"
+    );
+    assert!(with_rdb < with_newreno, "{with_rdb} vs {with_newreno}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// 001-hol-echo, 20 s: response times for SCTP streams, unordered SCTP and
+// four TCP connections, each beside the model's prediction.
+#[test]
+fn hol_echo_short_run() {
+    let dir = out_dir("echo");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("001-hol-echo.toml").to_str().unwrap(),
+        "--duration",
+        "20s",
+        "--drain",
+        "5s",
+        "--out",
+        dir.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let j = read_json(&dir);
+    let variants = j["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 3);
+    for v in variants {
+        let r = &v["responses"];
+        assert_eq!(r["answered"], r["requests"], "{v}");
+        let mean = r["response_ms"]["mean"].as_f64().unwrap();
+        let model = v["model"]["response_time_ms"].as_f64().unwrap();
+        // RTT 20 ms is the floor of both; at p = 1% both stay near it.
+        assert!(mean >= 20.0 && mean < 60.0, "{v}");
+        assert!(model >= 20.0 && model < 60.0, "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

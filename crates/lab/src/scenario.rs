@@ -24,10 +24,16 @@
 //! start = "0s"
 //! app_start = "0s"                     # workload begins this long after `start`
 //!
+//! [[flows]]                            # HTTP-like cross traffic (dumbbell only):
+//! transport = "tcp"                    # one TCP connection per client (`crate::http`)
+//! preset = "newreno"
+//! workload = { kind = "http", mean-request-gap = "270ms" }
+//!
 //! [[variants]]
 //! name = "linux"
 //! preset = "linux"                     # transport preset string
 //! overrides = { delayed_sack = false } # optional config overrides
+//! unordered = false                    # SCTP: every message unordered (001 §III.D)
 //!
 //! [metrics]
 //! latency = "application"              # the latency the tables report
@@ -35,6 +41,7 @@
 //! also = ["ack"]                       # further latency kinds stored in results.json
 //! baseline = "standard"                # MTT reductions against this variant (drop sweeps)
 //! mtt = "median"                       # or "mean": the per-point MTT statistic compared
+//! throughput = { interval = "30s" }    # acked bytes per interval, Jain's index (002 §5.2.5)
 //!
 //! [sweep]                              # optional: one parameter varied
 //! parameter = "drop-data-packet"       # | "loss" | "delay"
