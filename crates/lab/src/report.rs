@@ -230,6 +230,7 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&crate::table::traffic_markdown(r));
     if let Some(sw) = &r.sweep {
         let mtt = r
             .variants

@@ -239,6 +239,7 @@ pub fn render(r: &Results) -> String {
             }
         }
     }
+    out.push_str(&traffic_text(r));
     for v in &r.variants {
         if let Some(e) = &v.error {
             let _ = writeln!(out, "variant {} did not run: {e}", v.name);
@@ -246,6 +247,127 @@ pub fn render(r: &Results) -> String {
         for f in &v.faults {
             let _ = writeln!(out, "variant {} FAULT {f}", v.name);
         }
+    }
+    out
+}
+
+fn pct(x: Option<f64>) -> String {
+    cell(x.map(|v| v * 100.0), 2)
+}
+
+/// Rows of the bottleneck, throughput and response-time results (empty
+/// strings when a scenario has none): `(title, header, rows)`.
+fn traffic_tables(r: &Results) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
+    let mut tables = Vec::new();
+    let rows: Vec<Vec<String>> = r
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let b = v.bottleneck.as_ref()?;
+            Some(vec![
+                v.name.clone(),
+                pct(b.forward.drop_rate),
+                pct(b.forward.utilisation),
+                pct(b.reverse.drop_rate),
+                pct(b.reverse.utilisation),
+                pct(v.summary.as_ref().and_then(|s| s.loss_rate)),
+            ])
+        })
+        .collect();
+    if !rows.is_empty() {
+        tables.push((
+            "bottleneck (whole runs): drop rate and utilisation per direction, and the measured flows' loss".to_string(),
+            strings(&[
+                "variant",
+                "fwd drop %",
+                "fwd util %",
+                "rev drop %",
+                "rev util %",
+                "measured loss %",
+            ]),
+            rows,
+        ));
+    }
+    let rows: Vec<Vec<String>> = r
+        .variants
+        .iter()
+        .flat_map(|v| {
+            v.throughput.iter().map(move |t| {
+                vec![
+                    v.name.clone(),
+                    format!("flows[{}] x{}", t.entry, t.flows),
+                    cell(t.aggregate_kbps_mean, 1),
+                    cell(t.aggregate_kbps_median, 1),
+                    cell(t.aggregate_kbps_min, 1),
+                    cell(t.aggregate_kbps_max, 1),
+                    cell(t.jain_mean, 4),
+                    cell(t.jain_of_totals, 4),
+                ]
+            })
+        })
+        .collect();
+    if !rows.is_empty() {
+        let interval = r
+            .variants
+            .iter()
+            .find_map(|v| v.throughput.first())
+            .map_or(0.0, |t| t.interval_s);
+        tables.push((
+            format!("throughput per {interval:.0} s interval (acked, kbit/s; aggregate of each flows entry) and Jain's index among its flows (002 §5.2.5)"),
+            strings(&[
+                "variant", "entry", "mean", "median", "min", "max", "Jain/interval", "Jain totals",
+            ]),
+            rows,
+        ));
+    }
+    let rows: Vec<Vec<String>> = r
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let resp = v.responses.as_ref()?;
+            let l = resp.response_ms;
+            Some(vec![
+                v.name.clone(),
+                format!("{}/{}", resp.answered, resp.requests),
+                cell(l.map(|l| l.mean), 1),
+                cell(l.map(|l| l.p99), 1),
+                cell(l.map(|l| l.max), 1),
+                cell(v.model.as_ref().map(|m| m.response_time_ms), 1),
+                v.model.as_ref().map_or("-".into(), |m| m.scheme.clone()),
+            ])
+        })
+        .collect();
+    if !rows.is_empty() {
+        tables.push((
+            "response time (request sent -> echo delivered, ms) beside the HOL model's eq. (5) (001 §III)".to_string(),
+            strings(&["variant", "answered", "mean", "p99", "max", "model", "model scheme"]),
+            rows,
+        ));
+    }
+    tables
+}
+
+/// The bottleneck, throughput and response-time tables for the terminal.
+pub fn traffic_text(r: &Results) -> String {
+    let mut out = String::new();
+    for (title, header, rows) in traffic_tables(r) {
+        let _ = writeln!(out, "\n{title}:");
+        out.push_str(&layout(&header, &rows));
+    }
+    out
+}
+
+/// The same tables as markdown (the reproduction report).
+pub fn traffic_markdown(r: &Results) -> String {
+    let mut out = String::new();
+    for (title, header, rows) in traffic_tables(r) {
+        let _ = writeln!(out, "{}{}:\n", title[..1].to_uppercase(), &title[1..]);
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+        for row in rows {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        out.push('\n');
     }
     out
 }

@@ -38,10 +38,14 @@ fn parse(text: &str) -> Result<Scenario, LabError> {
     Scenario::parse(text, Path::new("test.toml"))
 }
 
-fn results(text: &str) -> serde_json::Value {
+fn built(text: &str) -> Results {
     let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
     let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
-    serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap()
+    Results::build(&plan, &outcomes, 0.0)
+}
+
+fn results(text: &str) -> serde_json::Value {
+    serde_json::from_str(&built(text).to_json()).unwrap()
 }
 
 // An http entry expands into one connection per client; the cross traffic
@@ -137,7 +141,19 @@ throughput = { interval = "5s", from = "2s" }
 // streams leave, and Jain's index stays in (0, 1].
 #[test]
 fn throughput_and_jain_per_entry() {
-    let r = results(FAIR);
+    let built = built(FAIR);
+    let text = crate::table::render(&built);
+    assert!(
+        text.contains("Jain/interval") && text.contains("flows[0] x2"),
+        "{text}"
+    );
+    let md = crate::table::traffic_markdown(&built);
+    assert!(md.contains("| newreno | flows[1] x3 |"), "{md}");
+    assert!(
+        md.contains("| variant | fwd drop % |"),
+        "bottleneck table: {md}"
+    );
+    let r: serde_json::Value = serde_json::from_str(&built.to_json()).unwrap();
     let t = r["variants"][0]["throughput"].as_array().unwrap();
     assert_eq!(t.len(), 2, "{t:?}");
     let greedy = &t[0];
@@ -230,6 +246,11 @@ fn echo_response_times_and_model_per_variant() {
         let m = &v["model"];
         assert!(m["response_time_ms"].as_f64().unwrap() > 20.0, "{m}");
     }
+    let text = crate::table::render(&Results::build(&plan, &outcomes, 0.0));
+    assert!(
+        text.contains("response time") && text.contains("SctpUnordered"),
+        "{text}"
+    );
     let model_scheme = |i: usize| {
         r["variants"][i]["model"]["scheme"]
             .as_str()
