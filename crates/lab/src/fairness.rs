@@ -20,7 +20,7 @@ pub struct FlowSeries {
 }
 
 /// The window throughput is counted in: from `spec.from`, else the latest
-/// `start + app_start` of a measured entry (002 §5.2.5 counts only once
+/// `start + app_start` of a traced entry (002 §5.2.5 counts only once
 /// every connection is up), to the end of the generation window (`series`
 /// keeps the whole intervals in it).
 pub fn window(
@@ -32,7 +32,7 @@ pub fn window(
         scenario
             .flows
             .iter()
-            .filter(|f| f.is_measured())
+            .filter(|f| !f.workload.produces_flows())
             .map(|f| f.start + f.app_start)
             .max()
             .unwrap_or(Duration::ZERO)
@@ -42,12 +42,11 @@ pub fn window(
 }
 
 /// Bytes acknowledged per interval (002 §5.2.5: "measured by analysing the
-/// acknowledgements (ACKs) on a sender side dump") of every measured flow;
-/// `entries[k]` is the entry of `analyses[k]`.
+/// acknowledgements (ACKs) on a sender side dump") of every flow given as
+/// (its `[[flows]]` entry, its analysis).
 pub fn series(
     spec: &ThroughputSpec,
-    entries: &[usize],
-    analyses: &[FlowAnalysis],
+    flows: &[(usize, &FlowAnalysis)],
     scenario: &Scenario,
     generation_end: Instant,
 ) -> Result<Vec<FlowSeries>, MetricsError> {
@@ -56,9 +55,8 @@ pub fn series(
     // in throughput.
     let whole = (to - from).as_nanos() / spec.interval.as_nanos();
     let to = from + Duration::from_nanos(whole * spec.interval.as_nanos());
-    entries
+    flows
         .iter()
-        .zip(analyses)
         .map(|(entry, a)| {
             Ok(FlowSeries {
                 entry: *entry,

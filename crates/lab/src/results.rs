@@ -101,7 +101,7 @@ pub struct VariantResult {
     /// head-of-line model's prediction for this variant (001 §III).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::echo::ModelResult>,
-    /// `[metrics] throughput`: per `[[flows]]` entry with measured flows,
+    /// `[metrics] throughput`: per `[[flows]]` entry (HTTP cross traffic excepted),
     /// throughput per interval and Jain's index (002 §5.2.5).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub throughput: Vec<crate::fairness::EntryThroughput>,

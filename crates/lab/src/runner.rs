@@ -45,7 +45,7 @@ pub struct RunOutcome {
     pub dropped_units: Option<Units>,
     pub mtt: Option<Duration>,
     /// `[metrics] throughput`: bytes acknowledged per interval of every
-    /// measured flow, with its `[[flows]]` entry.
+    /// flow but HTTP cross traffic, with its `[[flows]]` entry.
     pub throughput: Vec<crate::fairness::FlowSeries>,
     /// Echo flows: the response time of every request (001 §IV.A).
     pub responses: Vec<thinstream_metrics::ResponseSample>,
@@ -347,18 +347,43 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         }
         analyses.push(analysis);
     }
+    // Throughput covers every traced flow (measured or not: greedy
+    // competitors are usually not part of the latency tables), but not the
+    // HTTP cross traffic, which is not traced.
     let throughput = match &scenario.metrics.throughput {
-        Some(t) => crate::fairness::series(
-            t,
-            &measured
-                .iter()
-                .map(|(flow, _)| entry_of[*flow])
-                .collect::<Vec<_>>(),
-            &analyses,
-            scenario,
-            generation_end,
-        )
-        .map_err(|e| run_err(format!("throughput: {e}")))?,
+        Some(t) => {
+            let mut extra = Vec::new();
+            let mut pairs: Vec<(usize, usize)> = Vec::new(); // (entry, index into all)
+            for (flow, e) in entry_of.iter().enumerate() {
+                if scenario.flows[*e].workload.produces_flows() {
+                    continue;
+                }
+                match measured.iter().position(|(f, _)| *f == flow) {
+                    Some(k) => pairs.push((*e, k)),
+                    None => {
+                        let a = result.endpoint(FlowId(flow), Side::A);
+                        let b = result.endpoint(FlowId(flow), Side::B);
+                        let analysis = FlowAnalysis::build(
+                            FlowInput {
+                                sender: &a.records,
+                                receiver: Some(&b.records),
+                                app_sends: None,
+                                duplicate_reports: None,
+                            },
+                            options,
+                        )
+                        .map_err(|e| run_err(format!("throughput of flow {flow}: {e}")))?;
+                        extra.push(analysis);
+                        pairs.push((*e, analyses.len() + extra.len() - 1));
+                    }
+                }
+            }
+            let all: Vec<&FlowAnalysis> = analyses.iter().chain(extra.iter()).collect();
+            let flows: Vec<(usize, &FlowAnalysis)> =
+                pairs.iter().map(|(e, k)| (*e, all[*k])).collect();
+            crate::fairness::series(t, &flows, scenario, generation_end)
+                .map_err(|e| run_err(format!("throughput: {e}")))?
+        }
         None => Vec::new(),
     };
     let bottleneck = crate::fairness::bottleneck_stats(&result, plan.stop());

@@ -342,7 +342,7 @@ pub struct MetricsSpec {
     /// and (iii), 40 replications with 95% confidence intervals).
     #[serde(default)]
     pub mtt: MttStatistic,
-    /// Throughput per interval of the measured flows, per `[[flows]]`
+    /// Throughput per interval of every traced flow, per `[[flows]]`
     /// entry, with Jain's fairness index (002 §5.2.5 Fig. 5.20).
     #[serde(default)]
     pub throughput: Option<ThroughputSpec>,

@@ -120,7 +120,6 @@ access = [{ a = "delay 25ms" }]
 [[flows]]
 transport = "tcp"
 preset = "linux-2.6.23"
-measured = true
 count = 2
 workload = { kind = "bulk" }
 
