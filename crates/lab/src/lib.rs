@@ -17,7 +17,15 @@
 //!
 //! SCTP variants are `thinstream_proto::Config::from_preset` strings, TCP
 //! variants `thinstream_tcp::TcpConfig::from_profile` strings, with
-//! [`scenario::Overrides`] on top; tracing is always on.
+//! [`scenario::Overrides`] on top; tracing is on for everything but HTTP
+//! cross traffic.
+//!
+//! Traffic beyond one measured flow: [`http`] expands an `http` workload
+//! into one TCP connection per client on a dumbbell (000 §6.2); [`fairness`]
+//! computes throughput per interval, Jain's index and the bottleneck's drop
+//! rate and utilisation (002 §5.2.5, spec §10.5); [`echo`] runs echo peers
+//! over TCP (framed by request size; N streams become N connections),
+//! response times, and the head-of-line model's prediction (001 §III-IV).
 //!
 //! Same scenario and seed → byte-identical `results.json` apart from the
 //! `wall_s` fields.
