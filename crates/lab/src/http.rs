@@ -19,7 +19,9 @@
 //! * **The server writes, the client reads.** The bulk of the bytes crosses
 //!   the bottleneck from the server side (002 App. B), in the same direction
 //!   as the measured thin stream, so the server is flow side A (left of the
-//!   bottleneck) and the client side B. Each transfer is written at its
+//!   bottleneck) and the client side B. Side A also opens the connection
+//!   (the simulator's initiator); with a persistent connection opened once
+//!   at the start, which end opened it does not change the transfers. Each transfer is written at its
 //!   request time in [`CHUNK`]-byte writes: the TCP send buffer paces the
 //!   writes (`sim::MessageSource` retries on `Writable`). The request bytes
 //!   themselves are not modelled (a few hundred bytes against a mean
