@@ -202,29 +202,7 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
         for v in with_causes {
             let _ = write!(out, "| {} |", v.name);
             for nth in 1..=3u32 {
-                let parts: Vec<String> = v
-                    .retransmission_causes
-                    .iter()
-                    .filter(|c| c.retransmission == nth && c.count > 0)
-                    .map(|c| {
-                        format!(
-                            "{} {} ({:.0}%, {})",
-                            c.reason,
-                            c.count,
-                            c.share * 100.0,
-                            c.spurious.map_or("-".into(), |s| s.to_string())
-                        )
-                    })
-                    .collect();
-                let _ = write!(
-                    out,
-                    " {} |",
-                    if parts.is_empty() {
-                        "-".to_string()
-                    } else {
-                        parts.join("; ")
-                    }
-                );
+                let _ = write!(out, " {} |", crate::table::causes_cell(v, nth));
             }
             out.push('\n');
         }

@@ -39,6 +39,30 @@ fn layout(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The retransmitted pieces of retransmission number `nth` by reason:
+/// `reason count (share %, spurious)`, `;`-separated, or `-`.
+pub(crate) fn causes_cell(v: &crate::results::VariantResult, nth: u32) -> String {
+    let parts: Vec<String> = v
+        .retransmission_causes
+        .iter()
+        .filter(|c| c.retransmission == nth && c.count > 0)
+        .map(|c| {
+            format!(
+                "{} {} ({:.0}%, {})",
+                c.reason,
+                c.count,
+                c.share * 100.0,
+                c.spurious.map_or("-".into(), |s| s.to_string())
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
@@ -156,25 +180,7 @@ pub fn render(r: &Results) -> String {
     for v in r.variants.iter().filter(|v| v.available) {
         let mut row = vec![v.name.clone()];
         for nth in 1..=3u32 {
-            let parts: Vec<String> = v
-                .retransmission_causes
-                .iter()
-                .filter(|c| c.retransmission == nth && c.count > 0)
-                .map(|c| {
-                    format!(
-                        "{} {} ({:.0}%, {})",
-                        c.reason,
-                        c.count,
-                        c.share * 100.0,
-                        c.spurious.map_or("-".into(), |s| s.to_string())
-                    )
-                })
-                .collect();
-            row.push(if parts.is_empty() {
-                "-".into()
-            } else {
-                parts.join("; ")
-            });
+            row.push(causes_cell(v, nth));
         }
         rows.push(row);
     }
