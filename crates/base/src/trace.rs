@@ -166,6 +166,13 @@ pub enum Record {
         ssthresh: u32,
         flight: u32,
     },
+    /// An RTT sample reached the estimator (`data`: measured on DATA, else
+    /// a HEARTBEAT-ACK or handshake round trip).
+    RttSample {
+        time: Instant,
+        rtt: Duration,
+        data: bool,
+    },
     /// The thin-stream test changed its verdict.
     Thin {
         time: Instant,
@@ -195,6 +202,7 @@ impl Record {
             | Record::Rto { time, .. }
             | Record::Congestion { time, .. }
             | Record::Thin { time, .. }
+            | Record::RttSample { time, .. }
             | Record::DuplicateReported { time, .. }
             | Record::Discarded { time, .. }
             | Record::State { time, .. } => *time,

@@ -247,7 +247,21 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                     (PeerKind::Sink, TransportKind::Tcp) => Box::new(Sink::stream()),
                     (PeerKind::Sink, TransportKind::Sctp) => Box::new(Sink::messages()),
                 };
-                let (ca, cb) = (config.clone(), config.clone());
+                let ca = config.clone();
+                let mut cb = config.clone();
+                let receiver = if plan.fixed[e].is_none() {
+                    variant.spec.receiver.as_ref().or(entry.receiver.as_ref())
+                } else {
+                    entry.receiver.as_ref()
+                };
+                if let (Some(r), TransportConfig::Sctp(c)) = (receiver, &mut cb) {
+                    if let Some(policy) = thinstream_proto::DelayedSack::receiver(r) {
+                        c.delayed_sack = policy;
+                    }
+                }
+                if entry.app_start_from == crate::scenario::AppStartFrom::Established {
+                    source = source.starting_when_established(start);
+                }
                 let a = EndpointSpec {
                     transport: Box::new(move |s| ca.client(s)),
                     app: Box::new(source),

@@ -213,12 +213,33 @@ pub struct FlowEntry {
     /// bundled while it does).
     #[serde(default, with = "serde_duration")]
     pub app_start: Duration,
+    /// What `app_start` counts from: `"connect"` (the flow's `start`, the
+    /// default: messages generated during the handshake wait for it) or
+    /// `"established"` (the association or connection is up, as the
+    /// documents measured).
+    #[serde(default)]
+    pub app_start_from: AppStartFrom,
+    /// The receiving peer's acknowledgement policy, named after a real
+    /// stack (`thinstream_proto::config::RECEIVERS`: `linux-2.6`, `linux`,
+    /// `usrsctp`, `dcsctp`, `pion`, `every-packet`); SCTP only. Default:
+    /// the variant's own setting.
+    #[serde(default)]
+    pub receiver: Option<String>,
     /// A fixed preset: the flow ignores the variants (cross traffic).
     #[serde(default)]
     pub preset: Option<String>,
     /// Whether the flow's metrics count (default: true unless `preset` is set).
     #[serde(default)]
     pub measured: Option<bool>,
+}
+
+/// What a flow's `app_start` counts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppStartFrom {
+    #[default]
+    Connect,
+    Established,
 }
 
 impl FlowEntry {
@@ -260,6 +281,11 @@ pub struct VariantSpec {
     /// unordered (the U flag; 001 §III.D), whatever the workload says.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unordered: bool,
+    /// SCTP: the receiving peer's acknowledgement policy for the flows that
+    /// follow the variants (a name of `thinstream_proto::config::RECEIVERS`;
+    /// overrides the flow's `receiver`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
 }
 
 /// Config fields a variant may set on top of its preset. Each applies to
@@ -634,6 +660,18 @@ impl Scenario {
         for (i, f) in self.flows.iter().enumerate() {
             if f.count == 0 {
                 return Err(self.invalid(format!("flows[{i}].count must be at least 1")));
+            }
+            for r in f
+                .receiver
+                .iter()
+                .chain(self.variants.iter().filter_map(|v| v.receiver.as_ref()))
+            {
+                if thinstream_proto::DelayedSack::receiver(r).is_none() {
+                    return Err(self.invalid(format!(
+                        "flows[{i}].receiver {r:?}: valid receivers: {}",
+                        thinstream_proto::config::RECEIVERS.join(", ")
+                    )));
+                }
             }
             if f.workload.produces_flows() {
                 self.validate_http(i, f)?;

@@ -126,6 +126,7 @@ fn apply_sctp(c: &mut SctpConfig, o: &Overrides) -> Result<(), PresetIssue> {
             enabled: true,
             timeout: d,
             every_packets: 2,
+            ..c.delayed_sack
         };
     }
     if let Some(d) = o.rto_initial {

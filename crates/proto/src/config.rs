@@ -15,6 +15,13 @@ pub struct DelayedSack {
     pub timeout: Duration,
     /// Acknowledge at least every this many packets with DATA (RFC: 2).
     pub every_packets: u32,
+    /// SACK at once when a DATA chunk carries the SACK-IMMEDIATELY flag
+    /// (RFC 7053 I bit). Receivers older than RFC 7053 ignore it.
+    pub honour_immediate: bool,
+    /// SACK at once when a duplicate TSN arrives (RFC 9260 §6.2).
+    pub immediate_on_duplicate: bool,
+    /// SACK at once on the packet that closes the last gap.
+    pub immediate_on_gap_closed: bool,
 }
 
 impl Default for DelayedSack {
@@ -23,6 +30,9 @@ impl Default for DelayedSack {
             enabled: true,
             timeout: Duration::from_millis(200),
             every_packets: 2,
+            honour_immediate: true,
+            immediate_on_duplicate: true,
+            immediate_on_gap_closed: true,
         }
     }
 }
@@ -34,9 +44,54 @@ impl DelayedSack {
             enabled: false,
             timeout: Duration::from_millis(200),
             every_packets: 1,
+            honour_immediate: true,
+            immediate_on_duplicate: true,
+            immediate_on_gap_closed: true,
         }
     }
+
+    /// The acknowledgement policy of a named receiver (see [`RECEIVERS`]).
+    pub fn receiver(name: &str) -> Option<DelayedSack> {
+        let d = DelayedSack::default();
+        Some(match name {
+            "linux-2.6" => DelayedSack {
+                honour_immediate: false,
+                immediate_on_duplicate: false,
+                immediate_on_gap_closed: false,
+                ..d
+            },
+            "linux" | "usrsctp" | "dcsctp" => d,
+            "pion" => DelayedSack {
+                immediate_on_duplicate: false,
+                immediate_on_gap_closed: false,
+                ..d
+            },
+            "every-packet" => DelayedSack::off(),
+            _ => return None,
+        })
+    }
 }
+
+/// Receiver acknowledgement policies named after real stacks, for the
+/// simulator's receiving peer (`receiver = "..."` in scenarios). Defaults
+/// read from each stack's source (November 2026):
+///
+/// | name | delay | every | SACKs at once on | I bit |
+/// |---|---|---|---|---|
+/// | `linux-2.6` | 200 ms | 2 | a gap (Linux 2.6.16-2.6.23, the documents' kernels; predates RFC 7053) | ignored |
+/// | `linux` | 200 ms (`sack_timeout`) | 2 (`sackfreq`) | gap, gap closed, duplicate TSN | honoured |
+/// | `usrsctp` | 200 ms | 2 | gap open or just closed, duplicate TSN (usrsctp / FreeBSD) | honoured |
+/// | `dcsctp` | min(RTO/2, 200 ms), 200 ms in practice | 2 | gap, duplicate TSN (WebRTC's dcSCTP) | honoured |
+/// | `pion` | 200 ms | 2 | gap; a duplicate only while a gap is open (pion/sctp) | honoured |
+/// | `every-packet` | none | 1 | every packet with DATA | - |
+pub const RECEIVERS: &[&str] = &[
+    "linux-2.6",
+    "linux",
+    "usrsctp",
+    "dcsctp",
+    "pion",
+    "every-packet",
+];
 
 /// Everything an [`Association`](crate::Association) or
 /// [`Endpoint`](crate::Endpoint) can be told. Build with `Config::default()`

@@ -41,6 +41,23 @@ pub struct Stats {
     pub forward_tsns_received: u64,
     /// Unrecognized chunk types received.
     pub unknown_chunks: u64,
+    /// RTT samples applied to the estimator (DATA, HEARTBEAT-ACK, handshake).
+    pub rtt_samples: u64,
+    /// Of those, samples measured on DATA.
+    pub data_rtt_samples: u64,
+    /// Payload bytes sent as redundant copies (RDB), apart from
+    /// retransmissions.
+    pub redundant_bytes: u64,
+    /// T3 expiries postponed once for a newer packet's SACK
+    /// (`t3_wait_for_newer_sack`).
+    pub t3_postponed: u64,
+    /// DATA packets sent with the SACK-IMMEDIATELY flag (RFC 7053).
+    pub sack_immediately_sent: u64,
+    /// Changes of the thin-stream verdict.
+    pub thin_transitions: u64,
+    /// Nanoseconds classified thin, up to the latest verdict change (see
+    /// `Association::time_thin` for the time up to now).
+    pub thin_ns: u64,
 }
 
 impl Stats {
@@ -88,7 +105,14 @@ impl Stats {
             heartbeat_acks_received,
             init_retransmits,
             forward_tsns_received,
-            unknown_chunks
+            unknown_chunks,
+            rtt_samples,
+            data_rtt_samples,
+            redundant_bytes,
+            t3_postponed,
+            sack_immediately_sent,
+            thin_transitions,
+            thin_ns
         );
         for (a, b) in self
             .data_chunks_by_reason

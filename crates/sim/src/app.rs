@@ -14,7 +14,7 @@ use crate::EndpointId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
-use thinstream_base::Instant;
+use thinstream_base::{Duration, Instant};
 
 /// Bytes of the message-id header at the start of every generated payload.
 pub const HEADER_BYTES: usize = 4;
@@ -287,6 +287,11 @@ pub struct MessageSource {
     buf: Vec<u8>,
     report: SourceReport,
     sink: Sink,
+    /// `Some(base)`: the schedule counts from `base`, and is shifted to
+    /// start when the transport reports `Established` (until then nothing
+    /// is due). `shift` is that offset once known.
+    wait_established: Option<Instant>,
+    shift: Option<Duration>,
 }
 
 impl fmt::Debug for MessageSource {
@@ -317,7 +322,25 @@ impl MessageSource {
                 received: SinkReport::new(Framing::Message),
             },
             sink: Sink::messages(),
+            wait_established: None,
+            shift: None,
         }
+    }
+
+    /// The schedule (whose times count from `base`) starts once the
+    /// transport is established: every message time is shifted by
+    /// `established - base`, so handshake losses do not hold messages back.
+    pub fn starting_when_established(mut self, base: Instant) -> Self {
+        self.wait_established = Some(base);
+        self
+    }
+
+    fn pull(&mut self) -> Option<MessageSpec> {
+        let mut m = self.schedule.next()?;
+        if let Some(d) = self.shift {
+            m.at = m.at + d;
+        }
+        Some(m)
     }
 
     /// A source whose received data is framed as a byte stream (TCP).
@@ -368,7 +391,7 @@ impl MessageSource {
                     Some(spec) if spec.at <= ctx.now() => {
                         self.head = Some((self.next_id, spec));
                         self.next_id = self.next_id.wrapping_add(1);
-                        self.next = self.schedule.next();
+                        self.next = self.pull();
                     }
                     _ => break,
                 }
@@ -395,6 +418,9 @@ impl MessageSource {
 
 impl App for MessageSource {
     fn on_start(&mut self, ctx: &mut AppCtx<'_>) {
+        if self.wait_established.is_some() {
+            return;
+        }
         self.next = self.schedule.next();
         if let Some(spec) = self.next {
             ctx.set_timer(spec.at);
@@ -403,6 +429,12 @@ impl App for MessageSource {
 
     fn on_event(&mut self, ctx: &mut AppCtx<'_>, event: AppEvent) {
         match event {
+            AppEvent::Established if self.wait_established.is_some() && self.shift.is_none() => {
+                let base = self.wait_established.unwrap_or(ctx.now());
+                self.shift = Some(ctx.now().saturating_duration_since(base));
+                self.next = self.pull();
+                self.pump(ctx);
+            }
             AppEvent::Established | AppEvent::Writable => self.pump(ctx),
             other => self.sink.on_event(ctx, other),
         }

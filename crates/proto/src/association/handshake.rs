@@ -272,6 +272,7 @@ impl Association {
         self.control.push_back(Chunk::Init(init));
         self.set_state(now, State::CookieWait);
         self.timers.set(Timer::T1Init, now + self.rto.rto);
+        self.init_sent = Some(now);
     }
 
     /// Install the TCB from negotiated values.
@@ -389,6 +390,8 @@ impl Association {
             self.control.retain(|c| !matches!(c, Chunk::Init(_)));
             self.control.push_front(Chunk::Init(init));
         }
+        // A retransmitted INIT makes the handshake round trip ambiguous.
+        self.init_sent = None;
         self.timers.set(Timer::T1Init, now + self.rto.rto);
     }
 
@@ -570,6 +573,12 @@ impl Association {
         );
         self.peer_addresses = pp.addresses;
         self.timers.stop(Timer::T1Init);
+        if let Some(sent) = self.init_sent.take() {
+            if self.config.mechanisms.handshake_rtt {
+                // mechanism::rtt: seed the RTO from INIT -> INIT ACK.
+                self.apply_rtt_sample(now, now.saturating_duration_since(sent), false);
+            }
+        }
         // Max.Init.Retransmits bounds the whole setup (INIT and COOKIE ECHO
         // together), so the counter is not reset here.
         self.cookie = Some(cookie.clone());
@@ -656,6 +665,10 @@ impl Association {
                 return false;
             }
             self.establish_from_cookie(now, &c, src, false);
+            if self.config.mechanisms.handshake_rtt && c.created <= now {
+                // mechanism::rtt: INIT ACK -> COOKIE ECHO, timed by the cookie.
+                self.apply_rtt_sample(now, now.saturating_duration_since(c.created), false);
+            }
             return true;
         }
         let lt = c.local_tag == self.local_tag;
@@ -790,7 +803,7 @@ impl Association {
                 // §8.3: clear the error counters and measure the RTT.
                 self.error_count = 0;
                 self.path_error_count = 0;
-                self.apply_rtt_sample(now, now.saturating_duration_since(sent));
+                self.apply_rtt_sample(now, now.saturating_duration_since(sent), false);
             }
             _ => {}
         }

@@ -171,6 +171,10 @@ pub struct Association {
     /// before that (RDB's IAT > RTT limit, 002 §7.3).
     pub(crate) last_submit: Option<Instant>,
     pub(crate) last_message_interval: Option<Duration>,
+    /// Since when the stream has been classified thin (None: thick or not tracked).
+    pub(crate) thin_since: Option<Instant>,
+    /// When our INIT was sent, if it was not retransmitted (handshake RTT seed).
+    pub(crate) init_sent: Option<Instant>,
 }
 
 impl Association {
@@ -238,7 +242,7 @@ impl Association {
         });
         let mtu = config.mtu_bytes();
         let initial_tsn = Tsn(rng.next_u32());
-        Association {
+        let mut a = Association {
             local,
             remote: None,
             state: State::Closed,
@@ -274,9 +278,13 @@ impl Association {
             thin_recorded: None,
             last_submit: None,
             last_message_interval: None,
+            thin_since: None,
+            init_sent: None,
             rng,
             config,
-        }
+        };
+        a.tx.rtt_mode = a.config.mechanisms.rtt_sampling;
+        a
     }
 
     // ----- getters -------------------------------------------------------
@@ -438,9 +446,18 @@ impl Association {
     pub fn set_mechanisms(&mut self, mechanisms: Mechanisms) {
         let was = self.tracks_thin();
         self.config.mechanisms = mechanisms;
+        self.tx.rtt_mode = self.config.mechanisms.rtt_sampling;
         if !was && self.tracks_thin() {
             self.thin = ThinTracker::new(&self.config.mechanisms.thin);
         }
+    }
+
+    /// Time classified thin from the first verdict up to `now`.
+    pub fn time_thin(&self, now: Instant) -> Duration {
+        let open = self
+            .thin_since
+            .map_or(0, |s| now.saturating_duration_since(s).as_nanos());
+        Duration::from_nanos(self.stats.thin_ns + open)
     }
 
     /// The thin-stream tracker (packet list, loss estimate).
@@ -467,7 +484,15 @@ impl Association {
         }
         let thin = self.thin.is_thin(&self.config.mechanisms.thin);
         if self.thin_recorded != Some(thin) {
+            if self.thin_recorded.is_some() {
+                self.stats.thin_transitions += 1;
+            }
             self.thin_recorded = Some(thin);
+            if thin {
+                self.thin_since = Some(now);
+            } else if let Some(since) = self.thin_since.take() {
+                self.stats.thin_ns += now.saturating_duration_since(since).as_nanos();
+            }
             let pif = self.thin.packets_in_flight();
             self.tracer.record(|| Record::Thin {
                 time: now,
@@ -621,10 +646,32 @@ impl Association {
         };
         let mut data_room = room.saturating_sub(sack_len);
         let mut data_chunks = Vec::new();
+        let mut sack_owed = sack_owed;
         if self.may_send_data() {
             self.fill_data(now, &mut data_chunks, &mut data_room);
+            if data_chunks.is_empty() && sack_owed && !self.rx.sack_due() {
+                // New data never waits for the delayed-SACK timer: when it
+                // does not fit beside the owed SACK it goes alone, and the
+                // SACK keeps its own deadline.
+                let mut full = room;
+                self.fill_data(now, &mut data_chunks, &mut full);
+                if !data_chunks.is_empty() {
+                    sack_owed = false;
+                }
+            }
         }
         let sent_data = !data_chunks.is_empty();
+        if sent_data && self.config.mechanisms.sack_immediately && self.is_thin() {
+            // RFC 7053: ask the peer to SACK this packet at once.
+            if let Some(Chunk::Data(d)) = data_chunks
+                .iter_mut()
+                .rev()
+                .find(|c| matches!(c, Chunk::Data(_)))
+            {
+                d.immediate = true;
+                self.stats.sack_immediately_sent += 1;
+            }
+        }
         if sack_owed && (self.rx.sack_due() || sent_data) {
             let sack = self.build_sack(now, room);
             chunks.insert(control_count, Chunk::Sack(sack));

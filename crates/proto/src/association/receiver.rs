@@ -273,7 +273,11 @@ impl Association {
             if self.rx.dups.len() < MAX_DUPS {
                 self.rx.dups.push(d.tsn);
             }
-            self.rx.due = true;
+            // §6.2 (§6.7): SACK at once on a duplicate (receiver profiles
+            // that do so only while a gap is open wait for the normal rule).
+            if self.config.delayed_sack.immediate_on_duplicate || !self.rx.above.is_empty() {
+                self.rx.due = true;
+            }
             if unit >= 0 {
                 let u = unit as u64;
                 self.tracer.record(|| Record::Arrived {
@@ -341,7 +345,7 @@ impl Association {
                 payload: d.payload.clone(),
             },
         );
-        if d.immediate {
+        if d.immediate && self.config.delayed_sack.honour_immediate {
             // RFC 7053: the sender asked for an immediate SACK.
             self.rx.due = true;
         }
@@ -356,7 +360,7 @@ impl Association {
         }
         self.rx.packets_unacked += 1;
         let gap = !self.rx.above.is_empty();
-        let filled = self.rx.had_gap && !gap;
+        let filled = self.rx.had_gap && !gap && self.config.delayed_sack.immediate_on_gap_closed;
         self.rx.had_gap = gap;
         let ds = self.config.delayed_sack;
         if !ds.enabled || self.rx.packets_unacked >= ds.every_packets.max(1) || gap || filled {

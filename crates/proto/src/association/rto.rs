@@ -22,13 +22,15 @@ impl RtoEstimator {
     }
 
     /// C2/C3 with RTO.Alpha = 1/8 and RTO.Beta = 1/4, then C4 (granularity),
-    /// C6 (`floor`, from the mechanism hook) and C7 (`max`).
+    /// C6 (`floor`, from the mechanism hook) and C7 (`max`). `rttvar_min`
+    /// (0 = none) floors RTTVAR after the update (mechanism::rtt).
     pub(crate) fn on_sample(
         &mut self,
         r: Duration,
         granularity: Duration,
         floor: Duration,
         max: Duration,
+        rttvar_min: Duration,
     ) {
         match self.srtt {
             None => {
@@ -46,6 +48,7 @@ impl RtoEstimator {
         if self.rttvar.is_zero() {
             self.rttvar = granularity;
         }
+        self.rttvar = self.rttvar.max(rttvar_min);
         let srtt = self.srtt.unwrap_or(r);
         self.rto = (srtt + self.rttvar * 4).max(floor).min(max);
     }
@@ -70,6 +73,7 @@ mod tests {
             G,
             Duration::ZERO,
             Duration::from_secs(60),
+            Duration::ZERO,
         );
         assert_eq!(e.srtt, Some(Duration::from_millis(100)));
         assert_eq!(e.rttvar, Duration::from_millis(50));
@@ -79,6 +83,7 @@ mod tests {
             G,
             Duration::ZERO,
             Duration::from_secs(60),
+            Duration::ZERO,
         );
         // rttvar = (3*50 + 100)/4 = 62.5 ms ; srtt = (7*100+200)/8 = 112.5 ms
         assert_eq!(e.rttvar, Duration::from_micros(62_500));
@@ -94,6 +99,7 @@ mod tests {
             G,
             Duration::from_secs(1),
             Duration::from_secs(60),
+            Duration::ZERO,
         );
         assert_eq!(e.rto, Duration::from_secs(1));
         e.on_sample(
@@ -101,6 +107,7 @@ mod tests {
             G,
             Duration::from_secs(1),
             Duration::from_secs(60),
+            Duration::ZERO,
         );
         assert_eq!(e.rto, Duration::from_secs(60));
     }

@@ -13,7 +13,7 @@ use thinstream_base::Instant;
 use super::congestion::{AckInfo, LossKind};
 use super::timers::Timer;
 use super::{Association, State};
-use crate::mechanism::{ChunkView, NewDataBundling, OutstandingView};
+use crate::mechanism::{ChunkView, NewDataBundling, OutstandingView, RttSampling};
 use crate::wire::{data_chunk_len, Chunk, DataChunk, SackChunk, Ssn, Tsn};
 
 /// Where a queued DATA chunk is in its life.
@@ -52,6 +52,12 @@ pub(crate) struct TxChunk {
     /// Reported received once already (the `Acked` record is written once,
     /// even if the peer later reneges on a gap ack).
     pub(crate) acked_once: bool,
+    /// When the chunk was first put on the wire (RTT sampling).
+    pub(crate) first_sent: Instant,
+    /// Retransmitted for loss (fast, early, timeout, bundled on a
+    /// retransmission); redundant copies do not count. Such a chunk never
+    /// gives a [`RttSampling::PerSack`] sample.
+    pub(crate) loss_retransmitted: bool,
 }
 
 impl TxChunk {
@@ -110,6 +116,11 @@ pub(crate) struct Sender {
     pub(crate) last_sent_data: Vec<SentData>,
     /// When DATA was last put on the wire (idle cwnd decay, §7.2.1).
     pub(crate) last_data_at: Option<Instant>,
+    /// How RTT samples are taken (copied from the mechanisms).
+    pub(crate) rtt_mode: RttSampling,
+    /// Unit of the oldest outstanding chunk whose T3 expiry was postponed
+    /// once already (`t3_wait_for_newer_sack`).
+    pub(crate) t3_postponed_for: Option<u64>,
 }
 
 impl Sender {
@@ -136,6 +147,8 @@ impl Sender {
             blocked: false,
             last_sent_data: Vec::new(),
             last_data_at: None,
+            rtt_mode: RttSampling::Karn,
+            t3_postponed_for: None,
         }
     }
 
@@ -193,8 +206,11 @@ impl Sender {
             ChunkState::Unsent | ChunkState::GapAcked => return,
         }
         self.chunks[i].state = ChunkState::Marked(reason);
-        if matches!(self.rtt_probe, Some((u, _)) if u == self.chunks[i].unit) {
-            // Karn: never time a retransmitted chunk.
+        if self.rtt_mode != RttSampling::FirstAck
+            && matches!(self.rtt_probe, Some((u, _)) if u == self.chunks[i].unit)
+        {
+            // Karn: never time a retransmitted chunk (the documents' lksctp,
+            // `FirstAck`, keeps timing it, 000 §8).
             self.rtt_probe = None;
         }
     }
@@ -322,6 +338,8 @@ impl Association {
                 fast_retransmitted: false,
                 packet: 0,
                 acked_once: false,
+                first_sent: now,
+                loss_retransmitted: false,
             });
         }
         self.tx.queued_bytes += payload.len();
@@ -390,6 +408,9 @@ impl Association {
         let was_in_recovery = self.tx.fast_recovery.is_some();
         let mut bytes_acked: u32 = 0;
         let mut rtt_sample = None;
+        // Earliest first transmission among newly acknowledged chunks never
+        // retransmitted for loss (RttSampling::PerSack).
+        let mut earliest_clean: Option<Instant> = None;
 
         // Cumulative ack: pop chunks.
         for _ in 0..d {
@@ -417,10 +438,14 @@ impl Association {
                     });
                 }
             }
+            if c.state != ChunkState::GapAcked && !c.loss_retransmitted {
+                earliest_clean =
+                    Some(earliest_clean.map_or(c.first_sent, |e: Instant| e.min(c.first_sent)));
+            }
             if let Some((u, at)) = self.tx.rtt_probe {
                 if u == c.unit {
                     self.tx.rtt_probe = None;
-                    if c.transmissions == 1 {
+                    if c.transmissions == 1 || self.tx.rtt_mode == RttSampling::FirstAck {
                         rtt_sample = Some(now.saturating_duration_since(at));
                     }
                 }
@@ -465,6 +490,10 @@ impl Association {
                 let first_ack = !c.acked_once;
                 c.acked_once = true;
                 let (unit, len, tx) = (c.unit, c.len(), c.transmissions);
+                if !c.loss_retransmitted {
+                    earliest_clean =
+                        Some(earliest_clean.map_or(c.first_sent, |e: Instant| e.min(c.first_sent)));
+                }
                 self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(len);
                 bytes_acked += len;
                 htna = Some(htna.map_or(i, |h: usize| h.max(i)));
@@ -477,7 +506,7 @@ impl Association {
                 if let Some((u, at)) = self.tx.rtt_probe {
                     if u == unit {
                         self.tx.rtt_probe = None;
-                        if tx == 1 {
+                        if tx == 1 || self.tx.rtt_mode == RttSampling::FirstAck {
                             rtt_sample = Some(now.saturating_duration_since(at));
                         }
                     }
@@ -507,12 +536,31 @@ impl Association {
             self.error_count = 0;
             self.path_error_count = 0;
         }
+        if self.tx.rtt_mode == RttSampling::PerSack {
+            rtt_sample = earliest_clean.map(|t| now.saturating_duration_since(t));
+        }
         if let Some(r) = rtt_sample {
-            self.apply_rtt_sample(now, r);
+            self.apply_rtt_sample(now, r, true);
         }
 
         // §6.2.1: rwnd = a_rwnd - bytes still outstanding.
         self.tx.peer_rwnd = sack.a_rwnd.saturating_sub(self.tx.outstanding_bytes);
+        // §6.1 A: "If the sender continues to receive SACKs from the peer
+        // while doing zero window probing, the unacknowledged window probes
+        // SHOULD NOT increment the error counter": a peer whose window is
+        // too small for the next chunk is alive and probed, not failing, so
+        // its SACKs clear the counters (a reader that stalls for minutes
+        // keeps its association).
+        let next_len = self
+            .tx
+            .chunks
+            .iter()
+            .find(|c| c.state != ChunkState::GapAcked)
+            .map_or(0, |c| c.len());
+        if next_len > 0 && sack.a_rwnd < next_len {
+            self.error_count = 0;
+            self.path_error_count = 0;
+        }
 
         // Congestion window on acknowledgement (§7.2.1, §7.2.2).
         if bytes_acked > 0 {
@@ -674,6 +722,9 @@ impl Association {
         if self.tx.nothing_outstanding() {
             return;
         }
+        if self.postpone_t3(now) {
+            return;
+        }
         self.stats.t3_expiries += 1;
         let view = self.view(now);
         if self.tracks_thin() {
@@ -708,7 +759,9 @@ impl Association {
                 self.tx.mark(i, reason);
             }
         }
-        self.tx.rtt_probe = None;
+        if self.tx.rtt_mode != RttSampling::FirstAck {
+            self.tx.rtt_probe = None;
+        }
         self.tx.rtx_packet_free = true;
         self.error_count += 1;
         self.path_error_count += 1;
@@ -722,15 +775,76 @@ impl Association {
         self.timers.set(Timer::T3Rtx, now + self.rto.rto);
     }
 
-    pub(crate) fn apply_rtt_sample(&mut self, now: Instant, r: thinstream_base::Duration) {
+    /// One RTT sample: `data` = measured on DATA (else a HEARTBEAT-ACK or
+    /// handshake round trip, which `control_rtt_seed_only` ignores once a
+    /// DATA sample exists).
+    pub(crate) fn apply_rtt_sample(
+        &mut self,
+        now: Instant,
+        r: thinstream_base::Duration,
+        data: bool,
+    ) {
+        let m = &self.config.mechanisms;
+        if !data && m.control_rtt_seed_only && self.stats.data_rtt_samples > 0 {
+            return;
+        }
         if self.tracks_thin() {
             self.thin.on_rtt_sample(r);
         }
         let view = self.view(now);
-        let floor = self.config.mechanisms.rto_floor(&view, self.config.rto_min);
+        let floor = m.rto_floor(&view, self.config.rto_min);
+        let g = self.config.clock_granularity.max(m.rttvar_min);
+        let rttvar_min = m.rttvar_min;
         self.rto
-            .on_sample(r, self.config.clock_granularity, floor, self.config.rto_max);
+            .on_sample(r, g, floor, self.config.rto_max, rttvar_min);
+        self.thin.set_srtt(self.rto.srtt);
+        self.stats.rtt_samples += 1;
+        if data {
+            self.stats.data_rtt_samples += 1;
+        }
+        self.tracer.record(|| Record::RttSample {
+            time: now,
+            rtt: r,
+            data,
+        });
         self.record_rto(now);
+    }
+
+    /// `t3_wait_for_newer_sack` ([`crate::mechanism::rtt`]): postpone a T3
+    /// expiry once per oldest outstanding chunk while the SACK of a packet
+    /// sent after it may still come. Returns whether it did.
+    fn postpone_t3(&mut self, now: Instant) -> bool {
+        if !self.config.mechanisms.t3_wait_for_newer_sack {
+            return false;
+        }
+        let Some(oldest) = self
+            .tx
+            .chunks
+            .iter()
+            .take(self.tx.next_unsent)
+            .find(|c| matches!(c.state, ChunkState::InFlight | ChunkState::Marked(_)))
+            .map(|c| (c.unit, c.last_sent))
+        else {
+            return false;
+        };
+        if self.tx.t3_postponed_for == Some(oldest.0) {
+            return false;
+        }
+        let (Some(newest), Some(srtt)) = (self.tx.last_data_at, self.rto.srtt) else {
+            return false;
+        };
+        if newest <= oldest.1 {
+            return false;
+        }
+        let wait = srtt + self.rto.rttvar * 4;
+        let until = newest + wait;
+        if until <= now {
+            return false;
+        }
+        self.tx.t3_postponed_for = Some(oldest.0);
+        self.stats.t3_postponed += 1;
+        self.timers.set(Timer::T3Rtx, until);
+        true
     }
 
     /// Put DATA into the packet being built: retransmissions first, then new
@@ -746,6 +860,7 @@ impl Association {
         // keep their original packet id).
         let mut live = 0u32;
         let mut retransmitted = false;
+        let mut new_data = false;
 
         if self.tx.marked > 0 && (self.tx.rtx_packet_free || self.cc.allows(self.tx.flight)) {
             for i in 0..self.tx.next_unsent {
@@ -769,6 +884,7 @@ impl Association {
                 c.last_sent = now;
                 c.missing_reports = 0;
                 c.packet = pid;
+                c.loss_retransmitted = true;
                 // §7.2.4: fast-retransmitted at most once; early (ER) and
                 // early fast (EFR) retransmissions are fast retransmissions.
                 let fast = matches!(
@@ -815,6 +931,7 @@ impl Association {
                     added,
                 );
                 self.add_new_data(now, out, room, pid, &mut added, &mut live);
+                new_data = added > before;
                 if !retransmitted && added > before {
                     let at = (start, sent_start, first_new);
                     self.bundle_outstanding(now, out, room, &mut added, at);
@@ -840,7 +957,7 @@ impl Association {
                     .unwrap_or(cum)
                     .max(0) as u64;
                 let cfg = self.config.mechanisms.thin;
-                self.thin.on_packet_sent(&cfg, highest, now);
+                self.thin.on_packet_sent(&cfg, highest, now, new_data);
                 self.note_thin(now);
             }
             self.tx.next_packet += 1;
@@ -894,6 +1011,7 @@ impl Association {
             c.state = ChunkState::InFlight;
             c.transmissions = 1;
             c.last_sent = now;
+            c.first_sent = now;
             c.packet = pid;
             out.push(Chunk::Data(c.to_wire()));
             let unit = c.unit;
@@ -954,13 +1072,17 @@ impl Association {
             *room -= len;
             payload += u64::from(plen);
             let c = &mut self.tx.chunks[i];
-            // Karn: a chunk sent twice never gives an RTT sample.
+            // Karn: a chunk sent twice never gives an RTT sample (other
+            // sampling modes measure from the first copy, see mechanism::rtt).
             c.transmissions += 1;
             copies.push(Chunk::Data(c.to_wire()));
             let unit = c.unit;
-            if matches!(self.tx.rtt_probe, Some((u, _)) if u == unit) {
+            if self.tx.rtt_mode == RttSampling::Karn
+                && matches!(self.tx.rtt_probe, Some((u, _)) if u == unit)
+            {
                 self.tx.rtt_probe = None;
             }
+            self.stats.redundant_bytes += u64::from(plen);
             self.stats
                 .count_data(TxReason::RedundantBundle, plen as usize);
             if self.tracer.enabled() {

@@ -98,6 +98,18 @@
 //!   lost twice), and cwnd is reduced by one MTU (not below one MTU) with no
 //!   slow start and no ssthresh change ("reduces the congestion window by
 //!   one", unit not stated, spec §13 item 19).
+//!   The timer never runs shorter than `efr_min`, 250 ms by default: that
+//!   is FreeBSD's minimum early-fast-retransmit timer
+//!   (`net.inet.sctp.early_fast_retran_msec`, "the minimum amount of time
+//!   before an early FR"). Without it, against a receiver that delays its
+//!   SACKs by up to 200 ms, `SRTT + RTTVAR` (about the path's RTT) expires
+//!   before almost every delayed SACK, and EFR resent most messages; with
+//!   it EFR acts only when a SACK is really late, which is what 000 Table 2
+//!   reports ("rarely triggers").
+//! - **RTT sampling, RTTVAR floor, SACK-IMMEDIATELY, handshake seed, T3
+//!   waiting for a newer SACK, thin by packets per RTT**: see [`rtt`] (the
+//!   `production` preset's safeguards and the `linux` family's
+//!   first-acknowledgement sampling of 000 §8).
 //! - **cc004** (004 §4 eq. 2): `ssthresh = max(cwnd - cwnd/8, 4*MTU)`;
 //!   fast retransmit: `cwnd = ssthresh`; T3 expiry: `cwnd = 1*MTU` as in
 //!   §7.2.3 (004 changes only the factor).
@@ -109,6 +121,7 @@
 //!   [`crate::Endpoint::set_mechanisms`].
 
 pub mod preset;
+pub mod rtt;
 pub mod thin;
 
 use crate::association::congestion::{AckInfo, Congestion, LossKind};
@@ -117,6 +130,7 @@ use thinstream_base::trace::TxReason;
 use thinstream_base::{Duration, Instant};
 
 pub use preset::{PresetError, CATALOGUE, PRESETS};
+pub use rtt::RttSampling;
 pub use thin::{ThinRule, ThinTracker};
 
 /// A read-only snapshot of the sender, handed to every decision.
@@ -322,6 +336,25 @@ pub struct Mechanisms {
     pub cc_decrease_0875: bool,
     /// Scalable-TCP increase in congestion avoidance (004 §4 eq. 1, 002 §3.1.8).
     pub cc_scalable_increase: bool,
+    /// Minimum early-fast-retransmit timer (FreeBSD's
+    /// `net.inet.sctp.early_fast_retran_msec`, default 250 ms): the EFR
+    /// timer never runs shorter than this.
+    pub efr_min: Duration,
+    /// Which RTT samples the estimator gets ([`rtt`]).
+    pub rtt_sampling: RttSampling,
+    /// RTTVAR never below this after a sample (0 = only the clock
+    /// granularity G of C3; [`rtt`]).
+    pub rttvar_min: Duration,
+    /// HEARTBEAT-ACK and handshake round trips only seed the estimate:
+    /// ignored once a DATA sample exists ([`rtt`]).
+    pub control_rtt_seed_only: bool,
+    /// Seed the RTO from the handshake's round trip ([`rtt`]).
+    pub handshake_rtt: bool,
+    /// Set the SACK-IMMEDIATELY flag (RFC 7053) on DATA packets while thin ([`rtt`]).
+    pub sack_immediately: bool,
+    /// Postpone a T3 expiry once while a newer packet's SACK is still
+    /// expected ([`rtt`]).
+    pub t3_wait_for_newer_sack: bool,
 }
 
 impl Default for Mechanisms {
@@ -339,6 +372,13 @@ impl Default for Mechanisms {
             early_fast_retransmit: false,
             cc_decrease_0875: false,
             cc_scalable_increase: false,
+            efr_min: Duration::from_millis(250),
+            rtt_sampling: RttSampling::Karn,
+            rttvar_min: Duration::ZERO,
+            control_rtt_seed_only: false,
+            handshake_rtt: false,
+            sack_immediately: false,
+            t3_wait_for_newer_sack: false,
         }
     }
 }
@@ -517,12 +557,32 @@ impl Mechanisms {
 
     /// FreeBSD-style early fast retransmit (000 §2): `Some(delay)` arms a
     /// timer `delay` after the oldest packet in flight was sent, while the
-    /// flight is below cwnd; the timer "closely follows RTT + RTTVAR". No
-    /// RTT sample yet: not armed.
+    /// flight is below cwnd; the timer "closely follows RTT + RTTVAR", and
+    /// never runs shorter than `efr_min` (FreeBSD's minimum, 250 ms by
+    /// default: why 000 Table 2 finds that EFR "rarely triggers"). No RTT
+    /// sample yet: not armed.
     pub fn efr_delay(&self, view: &SenderView) -> Option<Duration> {
         if !self.early_fast_retransmit || view.flight_size >= view.cwnd {
             return None;
         }
-        view.srtt.map(|s| s + view.rttvar)
+        view.srtt.map(|s| (s + view.rttvar).max(self.efr_min))
+    }
+
+    /// Production thin-stream set ([`rtt`] explains each safeguard): the
+    /// 002 §4.2 mechanisms, redundant data bundling, per-SACK RTT samples
+    /// with a 10 ms RTTVAR floor, control round trips as seeds only, a
+    /// handshake-seeded RTO, SACK-IMMEDIATELY while thin, T3 waiting once
+    /// for a newer packet's SACK, thin detection by packets per round trip.
+    pub fn production() -> Self {
+        let mut m = Mechanisms::thin_002();
+        m.thin.rule = ThinRule::PacketsPerRtt;
+        m.rdb.enabled = true;
+        m.rtt_sampling = RttSampling::PerSack;
+        m.rttvar_min = Duration::from_millis(10);
+        m.control_rtt_seed_only = true;
+        m.handshake_rtt = true;
+        m.sack_immediately = true;
+        m.t3_wait_for_newer_sack = true;
+        m
     }
 }

@@ -4,14 +4,17 @@
 //!
 //! ```text
 //! preset    := base ( "+" token )*
-//! base      := "rfc" | "linux" | "lksctp-mod" | "thin"
+//! base      := "rfc" | "linux" | "lksctp-mod" | "thin" | "production"
 //! token     := switch | parameter
 //! switch    := "lt" | "minrto" | "mfr" | "restart" | "bfr" | "rdb" | "er-byte"
 //!            | "er-packet" | "efr" | "cc004" | "stcp" | "all" | "thin-tcp"
 //!            | "thin-detect" | "rdb-iat" | "rdb-always" | "nodelack"
+//!            | "iflag" | "rtt-karn" | "rtt-first-ack" | "rtt-per-sack"
+//!            | "ctl-seed" | "hs-rtt" | "t3-wait" | "thin-rate"
 //! parameter := name "=" unsigned-integer      (times in milliseconds)
 //! name      := "pttfr" | "thin-limit" | "rdb-bytes" | "rdb-pif" | "frt"
 //!            | "delack" | "rto-min" | "rto-initial" | "rto-max" | "thin-minrto"
+//!            | "rttvar-min" | "efr-min"
 //! ```
 //!
 //! Tokens apply left to right on top of the base; whitespace around tokens
@@ -19,6 +22,16 @@
 //! its one-line meaning and source is in [`CATALOGUE`] (the CLI's
 //! `thinstream mechanisms` prints that table), the bases with their content
 //! in [`PRESETS`].
+//!
+//! # Two kinds of preset
+//!
+//! `linux`, `lksctp-mod` and `thin` reproduce the documents: they keep the
+//! documented kernels' behaviour, quirks included (RTO.Initial 3 s, the
+//! App. F thin test, RTT sampling without Karn's rule as 000 §8 describes,
+//! a receiver that ignores RFC 7053's I bit). `production` is what we
+//! recommend for real use and the library's default: the thin-stream
+//! mechanisms plus the safeguards of [`super::rtt`], so they hold against
+//! receivers that delay or lose SACKs.
 //!
 //! # Bases
 //!
@@ -55,6 +68,14 @@
 //!   retransmit). Delayed SACK stays as in `linux`: it is the receiver's
 //!   setting; the documents' lab runs turned it off (000 §6, 002 §5.3), add
 //!   `+nodelack` for that.
+//!   The whole `linux` family samples RTTs as the documents' lksctp did
+//!   (`rtt-first-ack`, 000 §8) and, as a receiver, ignores the
+//!   SACK-IMMEDIATELY flag (Linux gained RFC 7053 support years later).
+//! - `production`: RFC 9260 timers (RTO.Initial 1 s) with
+//!   [`Mechanisms::production`]: the `thin` mechanisms, RDB, per-SACK RTT
+//!   samples, a 10 ms RTTVAR floor, control round trips as seeds only, a
+//!   handshake-seeded RTO, SACK-IMMEDIATELY while thin, T3 waiting once for
+//!   a newer packet's SACK, and thin detection by packets per round trip.
 
 use std::fmt;
 
@@ -106,6 +127,7 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
     entry("linux", Base, "lksctp 2.6.16: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s, delayed SACK 200 ms, FR after 3 reports (+frt=4: 2.6.15)", "000 §4, §5.1; 002 §3.3.3, App. F [spec 1.4, 13.3]"),
     entry("lksctp-mod", Base, "linux + timer-restart correction (the patched kernel every modified variant ran on)", "002 §5.3.2 [spec 5.8]"),
     entry("thin", Base, "linux + thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2 [spec 5]"),
+    entry("production", Base, "recommended: RFC timers + thin set + rdb + iflag, rtt-per-sack, rttvar-min=10, ctl-seed, hs-rtt, t3-wait, thin-rate", "mechanism::rtt"),
     entry("lt", Switch, "linear timeouts: no RTO doubling on T3 expiry while thin", "002 §4.2.5, App. F [spec 5.3, 13.4]"),
     entry("minrto", Switch, "RTO floor 200 ms instead of RTO.Min while thin (applied when the RTO is recomputed)", "002 §4.2.3 [spec 5.1]"),
     entry("mfr", Switch, "modified fast retransmit: FR on the first missing report while thin", "002 §4.2.6 [spec 5.4]"),
@@ -122,6 +144,14 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
     entry("thin-detect", Switch, "track and trace the thin verdict (Record::Thin) without changing behaviour", "002 §4.2.1 [spec 2.2]"),
     entry("rdb-iat", Switch, "RDB only when the message inter-arrival time exceeds SRTT", "002 §7.3 [spec 4.3.5]"),
     entry("rdb-always", Switch, "RDB not gated by the thin test (the TCP variant's behaviour)", "002 §4.1.5, §7.3 [spec 4.3]"),
+    entry("iflag", Switch, "SACK-IMMEDIATELY flag (I bit) on DATA packets while thin", "RFC 7053; mechanism::rtt"),
+    entry("rtt-karn", Switch, "RTT: one timed chunk, no sample if sent more than once (Karn)", "RFC 9260 §6.3.1 C4/C5"),
+    entry("rtt-first-ack", Switch, "RTT: the timed chunk's first ack counts even if it was resent (the documents' lksctp)", "000 §8"),
+    entry("rtt-per-sack", Switch, "RTT: one sample per SACK from the earliest first transmission it newly acks (copies allowed)", "mechanism::rtt"),
+    entry("ctl-seed", Switch, "HEARTBEAT-ACK/handshake round trips only seed the estimate, ignored once DATA was sampled", "mechanism::rtt"),
+    entry("hs-rtt", Switch, "seed the RTO from the handshake round trip", "mechanism::rtt"),
+    entry("t3-wait", Switch, "postpone a T3 expiry once while a newer packet's SACK is still expected", "mechanism::rtt"),
+    entry("thin-rate", Switch, "thin test: packets with new data sent within one SRTT < pttfr + 1", "mechanism::rtt"),
     entry("nodelack", Switch, "receiver: delayed SACK off (every DATA packet SACKed at once)", "000 §6; 002 §5.3 [spec 1.5]"),
     entry("pttfr=N", Parameter, "packets to trigger FR in the thin formula (pttfr + 1)/(1 - lossrate); default 3", "002 eq. 4.2 [spec 2.2]"),
     entry("thin-limit=N", Parameter, "fixed thin threshold: thin while packets in flight < N", "002 §4.2.1, §7.3 [spec 2]"),
@@ -133,6 +163,8 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
     entry("rto-initial=MS", Parameter, "RTO.Initial", "RFC 9260 §16"),
     entry("rto-max=MS", Parameter, "RTO.Max", "RFC 9260 §16"),
     entry("thin-minrto=MS", Parameter, "the thin RTO floor of minrto (default 200)", "002 §4.2.3 [spec 5.1]"),
+    entry("rttvar-min=MS", Parameter, "RTTVAR floor after each RTT sample", "mechanism::rtt"),
+    entry("efr-min=MS", Parameter, "minimum early fast retransmit timer (default 250, FreeBSD's)", "000 §2; mechanism docs"),
 ];
 
 /// The preset bases and what they contain (for the CLI and docs).
@@ -149,6 +181,10 @@ pub const PRESETS: &[(&str, &str)] = &[
     (
         "thin",
         "linux + all (thin detection, minrto, restart, lt, mfr, bfr)",
+    ),
+    (
+        "production",
+        "rfc + all + rdb + iflag + rtt-per-sack + rttvar-min=10 + ctl-seed + hs-rtt + t3-wait + thin-rate (the library default)",
     ),
 ];
 
@@ -183,9 +219,23 @@ impl Config {
             rto_initial: Duration::from_secs(3),
             rto_min: Duration::from_secs(1),
             rto_max: Duration::from_secs(60),
-            delayed_sack: DelayedSack::default(),
             // 002 App. F: `tsn_missing_report >= 3` in 2.6.16.13 (module docs).
             fast_retransmit_threshold: 3,
+            // As a receiver: predates RFC 7053 (no I bit), SACKs at once on a gap.
+            delayed_sack: DelayedSack::receiver("linux-2.6").unwrap_or_default(),
+            mechanisms: Mechanisms {
+                // 000 §8: the sample chunk's first ack counts (no Karn).
+                rtt_sampling: super::RttSampling::FirstAck,
+                ..Mechanisms::default()
+            },
+            ..Config::default()
+        }
+    }
+
+    /// The `production` preset: the library's default (module docs).
+    pub fn production() -> Config {
+        Config {
+            mechanisms: Mechanisms::production(),
             ..Config::default()
         }
     }
@@ -206,10 +256,14 @@ impl Config {
                 c.mechanisms.restart_correction = true;
                 c
             }
-            "thin" => Config {
-                mechanisms: Mechanisms::thin_002(),
-                ..Config::linux()
-            },
+            "thin" => {
+                let mut c = Config::linux();
+                let sampling = c.mechanisms.rtt_sampling;
+                c.mechanisms = Mechanisms::thin_002();
+                c.mechanisms.rtt_sampling = sampling;
+                c
+            }
+            "production" => Config::production(),
             other => {
                 return Err(err(format!(
                     "unknown base {other:?}; valid bases: {}",
@@ -264,6 +318,14 @@ fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
             m.rdb.only_when_thin = false;
         }
         "nodelack" => c.delayed_sack = DelayedSack::off(),
+        "iflag" => m.sack_immediately = true,
+        "rtt-karn" => m.rtt_sampling = super::RttSampling::Karn,
+        "rtt-first-ack" => m.rtt_sampling = super::RttSampling::FirstAck,
+        "rtt-per-sack" => m.rtt_sampling = super::RttSampling::PerSack,
+        "ctl-seed" => m.control_rtt_seed_only = true,
+        "hs-rtt" => m.handshake_rtt = true,
+        "t3-wait" => m.t3_wait_for_newer_sack = true,
+        "thin-rate" => m.thin.rule = ThinRule::PacketsPerRtt,
         _ => {
             let Some((name, value)) = word.split_once('=') else {
                 return Err(format!(
@@ -305,12 +367,15 @@ fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
                     c.delayed_sack = DelayedSack {
                         enabled: true,
                         timeout: Duration::from_millis(n),
-                        ..DelayedSack::default()
+                        every_packets: DelayedSack::default().every_packets,
+                        ..c.delayed_sack
                     };
                 }
                 "rto-min" => c.rto_min = Duration::from_millis(n),
                 "rto-initial" => c.rto_initial = Duration::from_millis(positive(n)?.into()),
                 "rto-max" => c.rto_max = Duration::from_millis(positive(n)?.into()),
+                "rttvar-min" => m.rttvar_min = Duration::from_millis(n),
+                "efr-min" => m.efr_min = Duration::from_millis(n),
                 "thin-minrto" => {
                     m.min_rto = true;
                     m.thin_min_rto = Duration::from_millis(n);

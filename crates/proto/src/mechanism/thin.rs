@@ -48,6 +48,12 @@ pub enum ThinRule {
     SctpLossAdjusted,
     /// 002 §4.1.1 / App. E: `packets_in_flight < pttfr + 1` (= 4).
     TcpPacketsOut,
+    /// Production ([`super::rtt`]): packets carrying new data that the
+    /// sender put on the wire within the last SRTT (up to and including the
+    /// latest) `< pttfr + 1`. Immune to lost or delayed SACKs, which inflate
+    /// the App. F packet list during recovery. Before the first RTT sample
+    /// the stream counts as thin.
+    PacketsPerRtt,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +76,12 @@ pub struct ThinTracker {
     /// Loss-adjusted threshold (App. F `thin_stream_threshold`); 0 = not yet set.
     adjusted: u32,
     min_rtt: Option<Duration>,
+    /// Send times of the latest packets with new data ([`ThinRule::PacketsPerRtt`]).
+    recent: VecDeque<Instant>,
+    /// The smoothed RTT last reported ([`ThinRule::PacketsPerRtt`]).
+    srtt: Option<Duration>,
+    /// Packets with new data sent within one SRTT, counted at the latest one.
+    per_rtt: u32,
 }
 
 impl ThinTracker {
@@ -82,6 +94,17 @@ impl ThinTracker {
 
     pub fn packets_in_flight(&self) -> u32 {
         self.packets_in_flight
+    }
+
+    /// Packets with new data sent within one SRTT, counted when the latest
+    /// was sent ([`ThinRule::PacketsPerRtt`]).
+    pub fn packets_per_rtt(&self) -> u32 {
+        self.per_rtt
+    }
+
+    /// The smoothed RTT changed (used by [`ThinRule::PacketsPerRtt`]).
+    pub fn set_srtt(&mut self, srtt: Option<Duration>) {
+        self.srtt = srtt;
     }
 
     /// Packets classified lost so far (for the loss estimate).
@@ -101,17 +124,42 @@ impl ThinTracker {
         }
         match cfg.rule {
             ThinRule::SctpLossAdjusted => self.adjusted,
-            ThinRule::TcpPacketsOut => cfg.pttfr.saturating_add(1),
+            ThinRule::TcpPacketsOut | ThinRule::PacketsPerRtt => cfg.pttfr.saturating_add(1),
         }
     }
 
     pub fn is_thin(&self, cfg: &ThinDetection) -> bool {
-        self.packets_in_flight < self.threshold(cfg)
+        let count = match cfg.rule {
+            ThinRule::PacketsPerRtt => self.per_rtt,
+            _ => self.packets_in_flight,
+        };
+        count < self.threshold(cfg)
     }
 
     /// A packet carrying DATA (new or retransmitted) left; `highest` is the
-    /// highest unit in it.
-    pub fn on_packet_sent(&mut self, cfg: &ThinDetection, highest: u64, now: Instant) {
+    /// highest unit in it, `new_data` whether it carried never-sent data.
+    pub fn on_packet_sent(
+        &mut self,
+        cfg: &ThinDetection,
+        highest: u64,
+        now: Instant,
+        new_data: bool,
+    ) {
+        if cfg.rule == ThinRule::PacketsPerRtt && new_data {
+            const KEEP: usize = 16;
+            if self.recent.len() == KEEP {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(now);
+            self.per_rtt = match self.srtt {
+                Some(srtt) => self
+                    .recent
+                    .iter()
+                    .filter(|&&t| now.saturating_duration_since(t) < srtt)
+                    .count() as u32,
+                None => 1,
+            };
+        }
         self.list.push_back(PktStat {
             highest,
             sent: now,
@@ -247,12 +295,12 @@ mod tests {
         assert_eq!(t.threshold(&cfg), 4);
         let at = Instant::ZERO;
         for u in 0..29 {
-            t.on_packet_sent(&cfg, u, at);
+            t.on_packet_sent(&cfg, u, at, true);
         }
         // 10 of 29 lost (34 %): not yet recomputed.
         t.lost_packets = 10;
         assert_eq!(t.threshold(&cfg), 4);
-        t.on_packet_sent(&cfg, 29, at);
+        t.on_packet_sent(&cfg, 29, at, true);
         // 10/30 = 33 % -> 4 * (1000000 / 6700) / 100 = 4 * 149 / 100 = 5.
         assert_eq!(t.threshold(&cfg), 5);
     }
@@ -263,7 +311,7 @@ mod tests {
         let mut t = ThinTracker::new(&cfg);
         let at = Instant::ZERO;
         for u in 0..3 {
-            t.on_packet_sent(&cfg, u, at);
+            t.on_packet_sent(&cfg, u, at, true);
         }
         assert_eq!(t.packets_in_flight(), 3);
         assert!(t.is_thin(&cfg));
@@ -281,7 +329,7 @@ mod tests {
         let cfg = ThinDetection::default();
         let mut t = ThinTracker::new(&cfg);
         for u in 0..8 {
-            t.on_packet_sent(&cfg, u, Instant::ZERO);
+            t.on_packet_sent(&cfg, u, Instant::ZERO, true);
         }
         assert!(!t.is_thin(&cfg));
         t.on_sack(&cfg, 0, &[(1, 1)]);
