@@ -58,7 +58,10 @@ fn digest(p: &Pair) -> u64 {
         fnv(&mut h, name);
         for r in t.iter() {
             let s = format!("{r:?}");
-            if !s.starts_with("DuplicateReported") && !s.starts_with("Thin ") {
+            if !s.starts_with("DuplicateReported")
+                && !s.starts_with("Thin ")
+                && !s.starts_with("RttSample")
+            {
                 fnv(&mut h, &s);
             }
         }
@@ -74,10 +77,15 @@ fn digest(p: &Pair) -> u64 {
 
 // Computed with this file's `digest` on the tree of the commit before the
 // mechanisms work (the RFC core alone).
+// Recomputed once, for one deliberate change of the core: new data no
+// longer waits for the delayed-SACK timer when it does not fit beside an
+// owed SACK (it goes alone). With that change switched off the previous
+// digests (16616101661027098558, 1695565393722294884, 15429199579578597593)
+// were reproduced exactly, so nothing else moved.
 const GOLDEN: [(u64, u64); 3] = [
-    (1, 16616101661027098558),
-    (2, 1695565393722294884),
-    (3, 15429199579578597593),
+    (1, 9804660011908260157),
+    (2, 906396687212951347),
+    (3, 16234418910058525378),
 ];
 
 // Bit-for-bit: the rfc behaviour equals the pre-mechanisms core.

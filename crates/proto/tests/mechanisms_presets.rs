@@ -3,7 +3,7 @@
 
 use thinstream_base::Duration;
 use thinstream_proto::mechanism::preset::{TokenKind, CATALOGUE, PRESETS};
-use thinstream_proto::mechanism::{EarlyRetransmit, Mechanisms, ThinRule};
+use thinstream_proto::mechanism::{EarlyRetransmit, Mechanisms, RttSampling, ThinRule};
 use thinstream_proto::Config;
 
 #[test]
@@ -35,7 +35,17 @@ fn bases_have_the_documented_content() {
     assert_eq!(linux.delayed_sack.timeout, Duration::from_millis(200));
     // 002 App. F: lksctp 2.6.16.13 fast-retransmits at `tsn_missing_report >= 3`.
     assert_eq!(linux.fast_retransmit_threshold, 3);
-    assert_eq!(linux.mechanisms, Mechanisms::rfc());
+    // 000 §8: the documents' lksctp took its sample chunk's first
+    // acknowledgement, retransmitted or not; as a receiver it predates
+    // RFC 7053 (the I bit is ignored).
+    assert_eq!(
+        linux.mechanisms,
+        Mechanisms {
+            rtt_sampling: RttSampling::FirstAck,
+            ..Mechanisms::rfc()
+        }
+    );
+    assert!(!linux.delayed_sack.honour_immediate);
     // 003 footnote 4: lksctp 2.6.15 needed four reports.
     let old = Config::from_preset("linux+frt=4").unwrap();
     assert_eq!(old.fast_retransmit_threshold, 4);
@@ -52,11 +62,22 @@ fn bases_have_the_documented_content() {
         m,
         Mechanisms {
             restart_correction: true,
+            rtt_sampling: RttSampling::FirstAck,
             ..Mechanisms::rfc()
         }
     );
     let thin = Config::from_preset("thin").unwrap();
-    assert_eq!(thin.mechanisms, Mechanisms::thin_002());
+    assert_eq!(
+        thin.mechanisms,
+        Mechanisms {
+            rtt_sampling: RttSampling::FirstAck,
+            ..Mechanisms::thin_002()
+        }
+    );
+    let prod = Config::from_preset("production").unwrap();
+    assert_eq!(prod.mechanisms, Mechanisms::production());
+    assert_eq!(prod.rto_initial, Duration::from_secs(1));
+    assert!(prod.delayed_sack.honour_immediate);
     assert_eq!(thin.fast_retransmit_threshold, 3);
     assert_eq!(Config::from_preset("linux+all").unwrap(), thin);
     let t = &thin.mechanisms;

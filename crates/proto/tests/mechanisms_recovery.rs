@@ -209,10 +209,19 @@ fn early_retransmit_conditions() {
 }
 
 // 000 §2: FreeBSD-style EFR retransmits after SRTT + RTTVAR while the
-// flight is below cwnd, without slow start (cwnd - 1 MTU).
+// flight is below cwnd, without slow start (cwnd - 1 MTU). `efr-min=0`
+// lifts FreeBSD's 250 ms minimum timer to show the SRTT + RTTVAR rule.
 #[test]
 fn early_fast_retransmit_timer() {
-    let (mut p, t0, u0) = spaced("rfc+nodelack+efr", "rfc+nodelack", 50, 1, 100, 10, &[0]);
+    let (mut p, t0, u0) = spaced(
+        "rfc+nodelack+efr+efr-min=0",
+        "rfc+nodelack",
+        50,
+        1,
+        100,
+        10,
+        &[0],
+    );
     let cwnd = p.client.congestion().cwnd;
     let srtt = p.client.srtt().unwrap();
     assert_eq!(srtt, Duration::from_millis(100));
@@ -227,6 +236,14 @@ fn early_fast_retransmit_timer() {
         cwnd - p.client.config().mtu_bytes()
     );
     assert_eq!(delivered_tags(&mut p), vec![0]);
+    // FreeBSD's default minimum timer: the early retransmission waits 250 ms.
+    let (mut m, t0, u0) = spaced("rfc+nodelack+efr", "rfc+nodelack", 50, 1, 100, 10, &[0]);
+    m.drive_for(Duration::from_secs(3));
+    let r = retransmissions_of(&m, u0);
+    assert_eq!(
+        (ms(r[0].0, t0), r[0].1),
+        (250, TxReason::EarlyFastRetransmit)
+    );
     // Off: the same loss waits for T3.
     let (mut q, t0, u0) = spaced("rfc+nodelack", "rfc+nodelack", 50, 1, 100, 10, &[0]);
     q.drive_for(Duration::from_secs(3));

@@ -294,6 +294,7 @@ impl Association {
         self.in_streams = in_streams;
         self.peer_forward_tsn = forward_tsn;
         self.tx = Sender::new(local_tsn, peer_rwnd);
+        self.tx.rtt_mode = self.config.mechanisms.rtt_sampling;
         self.tx.ssn = vec![Ssn(0); usize::from(out_streams)];
         self.rx = Receiver::new(peer_tsn, self.config.receive_buffer);
         self.rx.set_streams(in_streams);
