@@ -46,12 +46,15 @@ mod error;
 pub mod fairness;
 pub mod http;
 pub mod plan;
+pub mod plots;
 pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod table;
+pub mod tidy;
 pub mod transport;
+pub mod verdict;
 pub mod wall;
 
 pub use error::LabError;
