@@ -67,4 +67,6 @@ pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConf
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_report;
+#[cfg(test)]
 mod tests_traffic;
