@@ -269,6 +269,7 @@ fn rtx_plot(file: &str, caption: &str, y_desc: &str, rows: &[(String, &Value)]) 
                 .x_desc("retransmissions of the message")
                 .y_desc(y_desc)
                 .y_label_formatter(&tick)
+                .max_light_lines(2)
                 .label_style((FONT, 13))
                 .draw()
                 .map_err(err)?;
@@ -395,6 +396,7 @@ fn cdf_plot(
             .y_desc("fraction of messages")
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
+            .max_light_lines(2)
             .label_style((FONT, 13))
             .draw()
             .map_err(err)?;
@@ -480,6 +482,7 @@ fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
             .y_desc("message transfer time, ms")
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
+            .max_light_lines(2)
             .label_style((FONT, 13))
             .draw()
             .map_err(err)?;
@@ -573,6 +576,7 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
             .y_desc("mean response time, ms")
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
+            .max_light_lines(2)
             .label_style((FONT, 13))
             .draw()
             .map_err(err)?;
@@ -657,6 +661,7 @@ fn throughput_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
             .y_desc("throughput, kbit/s")
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
+            .max_light_lines(2)
             .label_style((FONT, 13))
             .draw()
             .map_err(err)?;
