@@ -5,14 +5,15 @@
 //! `wall_s` is a function of the scenario and seed):
 //!
 //! ```json
-//! {"scenario": "000-fig8-uniform", "description": "...", "source": "...",
+//! {"schema_version": 2, "scenario": "000-fig8-uniform", "description": "...", "source": "...",
 //!  "seed": 1, "simulated_s": 7260.0, "wall_s": 3.2, "repetitions": 1, "runs": 5,
-//!  "latency": "application", "sweep": null,
+//!  "latency": "application", "owd": "min-observed", "sweep": null,
 //!  "variants": [
 //!    {"name": "linux", "transport": "sctp", "preset": "linux", "available": true,
 //!     "error": null, "runs": 1, "events": 123456, "wall_s": 0.7, "faults": [],
 //!     "messages": 28800, "delivered": 28800, ... (metrics::Summary fields) ...,
-//!     "also": {"ack": {"latency_ms": {...}, "by_retransmissions": [...]}},
+//!     "latency_cdf_ms": [{"q": 0.0, "ms": 0.0}, ...],
+//!     "also": {"ack": {"latency_ms": {...}, "by_retransmissions": [...], "latency_cdf_ms": [...]}},
 //!     "points": []}
 //!  ],
 //!  "mtt_reduction": null,
