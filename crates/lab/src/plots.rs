@@ -130,7 +130,7 @@ pub fn plots(results: &Value) -> Vec<Plot> {
         "latency-by-rtx.svg",
         &format!(
             "{scenario}: {} by retransmission number",
-            latency_label(kind, owd)
+            latency_name(kind, owd)
         ),
         &latency_label(kind, owd),
         &main,

@@ -457,7 +457,7 @@ th{background:#f3f3f3}tr:nth-child(even) td{background:#fafafa}\
 code{background:#f3f3f3;padding:0 0.2rem;border-radius:3px;font-size:0.9em}\
 h2{border-bottom:2px solid #ddd;padding-bottom:0.2rem;margin-top:2.5rem}\
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
-figcaption{font-size:0.85rem;color:#555}";
+p.caption{font-size:0.85rem;color:#555;margin-top:0}";
 
 /// `report.html`: the Markdown report rendered to one self-contained page
 /// (no network): every image whose path is in `svgs` is replaced by the SVG
@@ -508,11 +508,12 @@ pub fn html(markdown: &str, svgs: &std::collections::BTreeMap<String, String>) -
     }
     let mut body = String::new();
     pulldown_cmark::html::push_html(&mut body, events.into_iter());
-    // Captions under inlined plots read as figure captions.
-    let body = body.replace(
-        "</figure></p>\n<p><em>",
-        "</figure>\n<p class=\"caption\"><em>",
-    );
+    // A plot is a block of its own, not inside a paragraph; the caption
+    // line under it reads as the figure's caption.
+    let body = body
+        .replace("<p><figure>", "<figure>")
+        .replace("</figure></p>", "</figure>")
+        .replace("</figure>\n<p><em>", "</figure>\n<p class=\"caption\"><em>");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>thinstream reproduction report</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"

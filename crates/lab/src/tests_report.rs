@@ -439,6 +439,11 @@ fn html_is_self_contained_with_contents() {
     assert!(html.contains("<h2 id=\"a-b\">a-b</h2>"), "{html}");
     assert!(html.contains("href=\"#a-b\""), "{html}");
     assert!(html.contains("<figure><svg"), "{html}");
+    assert!(!html.contains("<p><figure>"), "figures are blocks: {html}");
+    assert!(
+        html.contains("<p class=\"caption\"><em>plot one</em>"),
+        "{html}"
+    );
     assert!(html.contains("<text>hello</text>"));
     assert!(!html.contains("<?xml"), "declaration dropped");
     assert!(!html.contains("<img"), "no external images: {html}");
