@@ -19,10 +19,10 @@ pub(crate) struct Args {
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(spec) = args.preset {
         let c = Config::from_preset(&spec)?;
-        println!("{}", describe(&spec, &c));
+        crate::util::out(&format!("{}\n", describe(&spec, &c)));
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", catalogue());
+    crate::util::out(&catalogue());
     Ok(ExitCode::SUCCESS)
 }
 

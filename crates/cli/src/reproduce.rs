@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use clap::Args as ClapArgs;
 use thinstream_base::Duration;
-use thinstream_lab::wall;
+use thinstream_lab::{report, wall};
 
 use crate::run;
 
@@ -87,12 +87,32 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
             jobs: args.jobs,
             quiet: args.quiet,
         };
-        match run::execute(&run_args, &mut |s| print!("{s}")) {
-            Ok((_plan, results, json)) => {
-                let rel = json
-                    .strip_prefix(&args.out)
-                    .map_or_else(|_| json.display().to_string(), |p| p.display().to_string());
-                sections.push((results, rel));
+        match run::execute(&run_args, &mut |s| crate::util::out(s)) {
+            Ok((_plan, results, json_file)) => {
+                let rel = |p: &std::path::Path| {
+                    p.strip_prefix(&args.out)
+                        .map_or_else(|_| p.display().to_string(), |p| p.display().to_string())
+                };
+                // Plots, CSV and verdicts come from the stored results.
+                let text = std::fs::read_to_string(&json_file)
+                    .with_context(|| format!("cannot read {}", json_file.display()))?;
+                let json: serde_json::Value = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not JSON", json_file.display()))?;
+                let dir = json_file
+                    .parent()
+                    .map_or_else(|| args.out.clone(), |d| d.to_path_buf());
+                let (plots, csv) = report::write_artifacts(&dir, &json)
+                    .with_context(|| format!("cannot write plots or CSV in {}", dir.display()))?;
+                sections.push(report::Section {
+                    results,
+                    json,
+                    json_path: rel(&json_file),
+                    csv_path: Some(rel(&dir.join(&csv))),
+                    plots: plots
+                        .into_iter()
+                        .map(|p| (rel(&dir.join(&p.file)), p))
+                        .collect(),
+                });
             }
             // A scenario none of whose variants this build can run is
             // reported, not fatal: the others still run.
@@ -103,7 +123,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e),
         }
     }
-    let mut report = thinstream_lab::report::markdown(&sections, args.quick);
+    let mut report = report::markdown(&sections, args.quick);
     if !skipped.is_empty() {
         report.push_str("## Scenarios that could not run\n\n");
         for s in &skipped {
@@ -113,12 +133,24 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let path = args.out.join("report.md");
-    std::fs::write(&path, report).with_context(|| format!("cannot write {}", path.display()))?;
-    println!(
-        "\nreproduced {} scenario(s) in {:.1} s; report: {}",
+    std::fs::write(&path, &report).with_context(|| format!("cannot write {}", path.display()))?;
+    let svgs = sections
+        .iter()
+        .flat_map(|s| {
+            s.plots
+                .iter()
+                .map(|(p, plot)| (p.clone(), plot.svg.clone()))
+        })
+        .collect();
+    let html_path = args.out.join("report.html");
+    std::fs::write(&html_path, report::html(&report, &svgs))
+        .with_context(|| format!("cannot write {}", html_path.display()))?;
+    crate::util::out(&format!(
+        "\nreproduced {} scenario(s) in {:.1} s; report: {} and {}\n",
         sections.len(),
         wall::seconds_since(started),
-        path.display()
-    );
+        path.display(),
+        html_path.display()
+    ));
     Ok(ExitCode::SUCCESS)
 }

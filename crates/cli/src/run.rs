@@ -166,6 +166,6 @@ pub(crate) fn execute(
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
-    execute(&args, &mut |s| print!("{s}"))?;
+    execute(&args, &mut |s| crate::util::out(s))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -63,3 +63,28 @@ mod tests {
 pub(crate) fn parse_preset(s: &str) -> Result<thinstream_proto::Config, String> {
     thinstream_proto::Config::from_preset(s).map_err(|e| e.to_string())
 }
+
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes `text` to standard output. Once the reader has gone away
+/// (`thinstream run … | head`), further output is dropped quietly instead
+/// of panicking the way `print!` does, and the command still finishes its
+/// work (results.json, the report) and exits normally; other write errors
+/// are reported once on stderr.
+pub(crate) fn out(text: &str) {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("thinstream: cannot write to stdout: {e}");
+        }
+    }
+}

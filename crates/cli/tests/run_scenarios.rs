@@ -100,7 +100,9 @@ fn fig8_short_run() {
     // The seed and the run list come before the tables.
     let seed_at = stdout.find("master seed 1").expect("seed printed");
     let runs_at = stdout.find("run(s):").expect("run list printed");
-    let table_at = stdout.find("latency (ms").expect("table printed");
+    let table_at = stdout
+        .find("application latency above min OWD, ms")
+        .expect("table printed, saying the one-way delay is removed");
     assert!(seed_at < runs_at && runs_at < table_at, "{stdout}");
 
     let j = read_json(&dir);
@@ -239,6 +241,24 @@ preset = "linux-2.6.23"
 also = ["ack"]
 [reference]
 claim = "the documents say something about {name}"
+[[reference.compare]]
+what = "messages"
+ours = "variants[name=tcp].messages"
+theirs = "200"
+source = "test"
+expect = {{ op = "approx", value = 200 }}
+[[reference.compare]]
+what = "p99 against max"
+ours = "variants[name=tcp].also.ack.latency_ms.p99"
+theirs = "above the maximum"
+source = "test"
+expect = {{ op = ">", other = "variants[name=tcp].also.ack.latency_ms.max" }}
+[[reference.compare]]
+what = "words"
+ours = "variants[name=tcp].tohd"
+theirs = "small"
+source = "test"
+qualitative = true
 "#
             ),
         )
@@ -272,7 +292,41 @@ claim = "the documents say something about {name}"
         report.contains("| tcp | application | 200 | 200 |"),
         "{report}"
     );
-    assert!(report.contains("Not compared yet"), "{report}");
+    // Verdicts are computed: per scenario one reproduced (200 messages),
+    // one differs (p99 > max is impossible), one not comparable.
+    assert!(report.contains("## Summary"), "{report}");
+    assert!(
+        report.contains("| [a-small](#a-small) | 1 | 0 | 1 | 1 |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| **all** | **2** | **0** | **2** | **2** |"),
+        "{report}"
+    );
+    assert!(report.contains("| **reproduced** |"), "{report}");
+    assert!(report.contains("| **differs** |"), "{report}");
+    assert!(
+        report.contains("application latency above min OWD"),
+        "{report}"
+    );
+    for name in ["a-small", "b-small"] {
+        let d = out.join(name);
+        for f in ["latency-by-rtx.svg", "ack-latency-cdf.svg", "results.csv"] {
+            assert!(d.join(f).exists(), "{name}/{f}");
+            assert!(report.contains(&format!("{name}/{f}")), "{name}/{f} linked");
+        }
+        let csv = std::fs::read_to_string(d.join("results.csv")).unwrap();
+        assert!(csv.starts_with("scenario,variant,point,metric,statistic,value\n"));
+        assert!(
+            csv.contains(&format!("{name},tcp,all,messages,value,200\n")),
+            "{csv}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<h2 id=\"a-small\">"), "anchors");
+    assert!(html.matches("<svg").count() >= 4, "plots inlined");
+    assert!(!html.contains("<img") && !html.contains("<script") && !html.contains("<link"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -471,5 +525,38 @@ fn hol_echo_short_run() {
         assert!(mean >= 20.0 && mean < 60.0, "{v}");
         assert!(model >= 20.0 && model < 60.0, "{v}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// A reader that goes away (`thinstream run … | head`) does not make the
+// command panic: it finishes quietly, results.json is still written.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::process::Stdio;
+    let dir = out_dir("pipe");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thinstream"))
+        .args([
+            "run",
+            scenario("000-fig8-uniform.toml").to_str().unwrap(),
+            "--duration",
+            "20s",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    // Read one line, then close the pipe like `head -1`.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(dir.join("results.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -149,7 +149,22 @@ pub struct ModelResult {
     pub delay_increase_ms: f64,
     pub one_way_delay_ms: f64,
     pub response_time_ms: f64,
+    /// The same prediction at the loss rates of [`MODEL_CURVE_LOSS`] (all
+    /// else equal), for the report's response-time-vs-loss plot (001 Fig. 4).
+    pub curve: Vec<ModelPoint>,
 }
+
+/// One point of the model's response time as a function of the loss rate.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ModelPoint {
+    pub loss: f64,
+    pub response_time_ms: f64,
+}
+
+/// Loss rates at which the model curve is evaluated (001 Fig. 4 spans 0-5%).
+pub const MODEL_CURVE_LOSS: [f64; 11] = [
+    0.0, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+];
 
 /// The prediction for an echo scenario on a two-host path with Bernoulli
 /// loss: `HolParams::testbed_001(p)` (001's δ) with the scenario's RTT,
@@ -207,6 +222,18 @@ pub fn predict(
     params.interarrival = *mean_iat;
     let pr = params.predict(scheme).ok()?;
     let ms = |d: Duration| d.as_nanos() as f64 / 1e6;
+    let curve = MODEL_CURVE_LOSS
+        .iter()
+        .filter_map(|q| {
+            let mut at = params;
+            at.loss = Probability::new(*q)?;
+            let r = at.predict(scheme).ok()?;
+            Some(ModelPoint {
+                loss: *q,
+                response_time_ms: r.response_time_ms,
+            })
+        })
+        .collect();
     Some(ModelResult {
         scheme: format!("{scheme:?}"),
         rtt_ms: ms(rtt),
@@ -219,6 +246,7 @@ pub fn predict(
         delay_increase_ms: pr.delay_increase_ms,
         one_way_delay_ms: pr.one_way_delay_ms,
         response_time_ms: pr.response_time_ms,
+        curve,
     })
 }
 

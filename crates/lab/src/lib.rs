@@ -12,8 +12,11 @@
 //! number). [`table::render`] prints the terminal tables and
 //! [`report::markdown`] the reproduction report, which puts each scenario's
 //! `[reference]` numbers (and `[[reference.compare]]` rows, looked up with
-//! [`report::lookup`]) beside ours. [`Detail`] keeps one run's pcap and
-//! trace records for a closer look.
+//! [`report::lookup`]) beside ours, with verdicts computed from each row's
+//! `expect` ([`verdict`]), SVG plots ([`plots`]) and a long-format CSV
+//! ([`tidy`]) drawn from the stored `results.json`, and [`report::html`]
+//! for a self-contained page. [`Detail`] keeps one run's pcap and trace
+//! records for a closer look.
 //!
 //! SCTP variants are `thinstream_proto::Config::from_preset` strings, TCP
 //! variants `thinstream_tcp::TcpConfig::from_profile` strings, with
@@ -46,12 +49,15 @@ mod error;
 pub mod fairness;
 pub mod http;
 pub mod plan;
+pub mod plots;
 pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod table;
+pub mod tidy;
 pub mod transport;
+pub mod verdict;
 pub mod wall;
 
 pub use error::LabError;
@@ -63,5 +69,7 @@ pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConf
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_report;
 #[cfg(test)]
 mod tests_traffic;

@@ -1,16 +1,18 @@
-//! `report.md`: every scenario's results beside the numbers the documents
-//! report (`[reference]` of the scenario file). Drawn from stored results
-//! only ([`Results`]), so a report can be rebuilt without rerunning.
-//!
-//! What it does not do yet, and says so in the report: plots (CDFs, box
-//! plots), and automatic verdicts on the documents' qualitative claims; the
-//! reference data is printed next to our tables for a reader to compare.
+//! `report.md` and `report.html`: every scenario's results beside the
+//! numbers the documents report (`[reference]` of the scenario file), with
+//! plots ([`crate::plots`]), computed verdicts on the `[[reference.compare]]`
+//! rows ([`crate::verdict`]) and a long-format CSV ([`crate::tidy`]) per
+//! scenario. Plots, verdicts and CSV are drawn from the stored
+//! `results.json` (read back from disk by `thinstream reproduce`), never by
+//! re-running.
 
 use std::fmt::Write as _;
 
 use thinstream_metrics::{markdown_table, Summary};
 
+use crate::plots::Plot;
 use crate::results::Results;
+use crate::verdict::{RowVerdict, Verdict};
 
 fn cell(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
@@ -85,37 +87,82 @@ fn show(v: &serde_json::Value) -> String {
 }
 
 /// The `[[reference.compare]]` table: `what`, `ours` (a [`lookup`] path
-/// into this scenario's results), `theirs` (the document's value), `source`.
-fn comparison_table(r: &Results, reference: &serde_json::Value) -> Option<String> {
-    let rows = reference.get("compare")?.as_array()?;
-    let results = serde_json::to_value(r).ok()?;
+/// into this scenario's results), `theirs` (the document's value),
+/// `source`, and the computed verdict with the check made.
+fn comparison_table(results: &serde_json::Value) -> Option<String> {
+    let rows = crate::verdict::evaluate_all(results);
+    if rows.is_empty() {
+        return None;
+    }
     let mut out = String::from(
-        "Side by side (ours looked up in results.json; theirs as the document states it):\n\n\
-         | what | ours | theirs | source |\n|---|---:|---:|---|\n",
+        "Side by side (ours looked up in results.json; theirs as the document states it; verdict by the rule at the top):\n\n\
+         | what | ours | theirs | source | verdict | check |\n|---|---:|---|---|---|---|\n",
     );
-    for row in rows {
+    for (row, v) in rows {
         let text = |k: &str| row.get(k).map(show).unwrap_or_default();
         let ours = row
             .get("ours")
             .and_then(|p| p.as_str())
             .map_or("-".to_string(), |p| {
-                lookup(&results, p).map_or("(not in results)".to_string(), show)
+                lookup(results, p).map_or("(not in results)".to_string(), show)
             });
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | **{}** | {} |",
             text("what"),
             ours,
             text("theirs"),
-            text("source")
+            text("source"),
+            v.verdict,
+            v.detail.replace('|', "\\|")
         );
     }
     out.push('\n');
     Some(out)
 }
 
+/// One scenario's material for the report.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub results: Results,
+    /// `results.json` as stored (read back from disk).
+    pub json: serde_json::Value,
+    /// Path of `results.json` relative to the report.
+    pub json_path: String,
+    /// Path of the long-format CSV relative to the report.
+    pub csv_path: Option<String>,
+    /// Plots written beside `results.json`: path relative to the report, plot.
+    pub plots: Vec<(String, Plot)>,
+}
+
+impl Section {
+    /// The verdicts of this scenario's compare rows.
+    pub fn verdicts(&self) -> Vec<RowVerdict> {
+        crate::verdict::evaluate_all(&self.json)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    }
+}
+
+/// GitHub-style heading anchor: lower case, spaces to `-`, only
+/// alphanumerics, `-` and `_` kept.
+pub fn slug(text: &str) -> String {
+    text.trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One scenario's section.
-pub fn scenario_section(r: &Results, json_path: &str) -> String {
+pub fn scenario_section(sec: &Section) -> String {
+    let r = &sec.results;
+    let json_path = sec.json_path.as_str();
     let mut out = String::new();
     let _ = writeln!(out, "## {}\n", r.scenario);
     if !r.description.is_empty() {
@@ -137,6 +184,20 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
             .unwrap_or_default(),
         json_path
     );
+    if let Some(csv) = &sec.csv_path {
+        let _ = writeln!(
+            out,
+            "Long-format data for analysis (`scenario,variant,point,metric,statistic,value`): `{csv}`.\n"
+        );
+    }
+    let counts = crate::verdict::counts(&sec.verdicts());
+    if counts.iter().sum::<usize>() > 0 {
+        let _ = writeln!(
+            out,
+            "Verdicts on the documents' statements: {}.\n",
+            verdict_counts_text(&counts)
+        );
+    }
     let rows: Vec<(&str, &Summary)> = r
         .variants
         .iter()
@@ -147,8 +208,8 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
     } else {
         let _ = writeln!(
             out,
-            "Our numbers ({} latency, ms; pooled over all runs of a variant):\n",
-            r.latency
+            "Our numbers ({}; pooled over all runs of a variant):\n",
+            crate::plots::latency_label(r.latency, &r.owd)
         );
         out.push_str(&markdown_table(&rows));
         out.push('\n');
@@ -275,7 +336,14 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
             let _ = writeln!(out, "- FAULT in {}: {f}", v.name);
         }
     }
-    if let Some(table) = r.reference.as_ref().and_then(|x| comparison_table(r, x)) {
+    if !sec.plots.is_empty() {
+        let _ = writeln!(out, "### Plots: {}\n", r.scenario);
+        for (path, plot) in &sec.plots {
+            let _ = writeln!(out, "![{}]({path})\n\n*{}*\n", plot.caption, plot.caption);
+        }
+    }
+    if let Some(table) = comparison_table(&sec.json) {
+        let _ = writeln!(out, "### Against the documents: {}\n", r.scenario);
         out.push_str(&table);
     }
     if let Some(reference) = &r.reference {
@@ -297,29 +365,181 @@ pub fn scenario_section(r: &Results, json_path: &str) -> String {
     out
 }
 
-/// The whole report: a header and one section per scenario.
-pub fn markdown(sections: &[(Results, String)], quick: bool) -> String {
+fn verdict_counts_text(c: &[usize; 4]) -> String {
+    Verdict::ALL
+        .iter()
+        .zip(c)
+        .map(|(v, n)| format!("{n} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The header, summary of verdicts and table of contents.
+fn front_matter(sections: &[Section], quick: bool) -> String {
     let mut out = String::from("# thinstream reproduction report\n\n");
     let _ = writeln!(
         out,
         "Every experiment under `scenarios/seeds/` run in the deterministic simulator{}. \
-         Each section gives our numbers and, below them, what the source documents report \
-         for the same setup. Latencies are in milliseconds; `tohd` and loss in percent.\n",
+         Each section gives our numbers, plots drawn from the stored `results.json`, and our \
+         numbers beside what the source documents report for the same setup, with a verdict \
+         computed for each statement. Latencies are in milliseconds; delivery latencies \
+         (application, transport) are above the minimum one-way delay unless a table says \
+         otherwise; `tohd` and loss in percent.\n",
         if quick {
             " with shortened durations (`--quick`: at most 10 simulated minutes of messages, one repetition), so tail statistics are rougher than the documents'"
         } else {
             ""
         }
     );
+    out.push_str("## Summary\n\n");
+    let _ = writeln!(out, "How verdicts are computed: {}\n", crate::verdict::RULE);
     out.push_str(
-        "Not compared yet: the documents' figures are box plots and CDFs whose values are not in \
-         their text, so only the numbers and claims their text states are listed; no plots are \
-         drawn yet, and the qualitative claims are not checked automatically.\n\n",
+        "| scenario | reproduced | partly | differs | not comparable | plots |\n|---|---:|---:|---:|---:|---:|\n",
     );
-    for (r, path) in sections {
-        out.push_str(&scenario_section(r, path));
+    let mut total = [0usize; 4];
+    for sec in sections {
+        let c = crate::verdict::counts(&sec.verdicts());
+        for (t, n) in total.iter_mut().zip(c) {
+            *t += n;
+        }
+        let _ = writeln!(
+            out,
+            "| [{}](#{}) | {} | {} | {} | {} | {} |",
+            sec.results.scenario,
+            slug(&sec.results.scenario),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            sec.plots.len()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| **all** | **{}** | **{}** | **{}** | **{}** | {} |\n",
+        total[0],
+        total[1],
+        total[2],
+        total[3],
+        sections.iter().map(|s| s.plots.len()).sum::<usize>()
+    );
+    out.push_str("## Contents\n\n");
+    for sec in sections {
+        let _ = writeln!(
+            out,
+            "- [{}](#{}){}",
+            sec.results.scenario,
+            slug(&sec.results.scenario),
+            if sec.results.description.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", sec.results.description)
+            }
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The whole report: a header, the summary, contents, one section per scenario.
+pub fn markdown(sections: &[Section], quick: bool) -> String {
+    let mut out = front_matter(sections, quick);
+    for sec in sections {
+        out.push_str(&scenario_section(sec));
     }
     out
+}
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;line-height:1.45;color:#222}\
+table{border-collapse:collapse;margin:0.5rem 0 1rem;font-size:0.9rem}\
+th,td{border:1px solid #ccc;padding:0.25rem 0.5rem;vertical-align:top}\
+th{background:#f3f3f3}tr:nth-child(even) td{background:#fafafa}\
+code{background:#f3f3f3;padding:0 0.2rem;border-radius:3px;font-size:0.9em}\
+h2{border-bottom:2px solid #ddd;padding-bottom:0.2rem;margin-top:2.5rem}\
+figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}\
+p.caption{font-size:0.85rem;color:#555;margin-top:0}";
+
+/// `report.html`: the Markdown report rendered to one self-contained page
+/// (no network): every image whose path is in `svgs` is replaced by the SVG
+/// itself, headings get the anchors the contents link to.
+pub fn html(markdown: &str, svgs: &std::collections::BTreeMap<String, String>) -> String {
+    use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
+    let parser = Parser::new_ext(markdown, Options::ENABLE_TABLES);
+    let mut events: Vec<Event> = Vec::new();
+    let mut in_image: Option<String> = None;
+    let mut heading: Option<(pulldown_cmark::HeadingLevel, String)> = None;
+    for ev in parser {
+        if let Some(dest) = &in_image {
+            if matches!(ev, Event::End(TagEnd::Image)) {
+                let svg = svgs.get(dest).map_or_else(
+                    || format!("<a href=\"{dest}\">{dest}</a>"),
+                    |s| {
+                        // Drop the XML declaration: not allowed inside HTML.
+                        let body = s.find("<svg").map_or(s.as_str(), |i| &s[i..]);
+                        body.to_string()
+                    },
+                );
+                events.push(Event::Html(CowStr::from(format!("<figure>{svg}</figure>"))));
+                in_image = None;
+            }
+            continue;
+        }
+        match ev {
+            Event::Start(Tag::Image { dest_url, .. }) => in_image = Some(dest_url.to_string()),
+            Event::Start(Tag::Heading { level, .. }) => heading = Some((level, String::new())),
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some((level, text)) = heading.take() {
+                    let n = level as usize;
+                    events.push(Event::Html(CowStr::from(format!(
+                        "<h{n} id=\"{}\">{}</h{n}>\n",
+                        slug(&text),
+                        escape(&text)
+                    ))));
+                }
+            }
+            Event::Text(t) | Event::Code(t) if heading.is_some() => {
+                if let Some((_, h)) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            _ if heading.is_some() => {}
+            other => events.push(other),
+        }
+    }
+    let mut body = String::new();
+    pulldown_cmark::html::push_html(&mut body, events.into_iter());
+    // A plot is a block of its own, not inside a paragraph; the caption
+    // line under it reads as the figure's caption.
+    let body = body
+        .replace("<p><figure>", "<figure>")
+        .replace("</figure></p>", "</figure>")
+        .replace("</figure>\n<p><em>", "</figure>\n<p class=\"caption\"><em>");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>thinstream reproduction report</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
+    )
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Writes a scenario's plots and CSV beside its stored `results.json`
+/// (`dir`), from the stored JSON; returns the written plots and the CSV
+/// file name.
+pub fn write_artifacts(
+    dir: &std::path::Path,
+    json: &serde_json::Value,
+) -> std::io::Result<(Vec<Plot>, String)> {
+    let plots = crate::plots::plots(json);
+    for p in &plots {
+        std::fs::write(dir.join(&p.file), &p.svg)?;
+    }
+    let csv = "results.csv".to_string();
+    std::fs::write(dir.join(&csv), crate::tidy::csv(json))?;
+    Ok((plots, csv))
 }
 
 #[cfg(test)]

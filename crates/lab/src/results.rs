@@ -5,14 +5,15 @@
 //! `wall_s` is a function of the scenario and seed):
 //!
 //! ```json
-//! {"scenario": "000-fig8-uniform", "description": "...", "source": "...",
+//! {"schema_version": 2, "scenario": "000-fig8-uniform", "description": "...", "source": "...",
 //!  "seed": 1, "simulated_s": 7260.0, "wall_s": 3.2, "repetitions": 1, "runs": 5,
-//!  "latency": "application", "sweep": null,
+//!  "latency": "application", "owd": "min-observed", "sweep": null,
 //!  "variants": [
 //!    {"name": "linux", "transport": "sctp", "preset": "linux", "available": true,
 //!     "error": null, "runs": 1, "events": 123456, "wall_s": 0.7, "faults": [],
 //!     "messages": 28800, "delivered": 28800, ... (metrics::Summary fields) ...,
-//!     "also": {"ack": {"latency_ms": {...}, "by_retransmissions": [...]}},
+//!     "latency_cdf_ms": [{"q": 0.0, "ms": 0.0}, ...],
+//!     "also": {"ack": {"latency_ms": {...}, "by_retransmissions": [...], "latency_cdf_ms": [...]}},
 //!     "points": []}
 //!  ],
 //!  "mtt_reduction": null,
@@ -36,9 +37,62 @@ use crate::plan::Plan;
 use crate::runner::RunOutcome;
 use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 
+/// Version of the `results.json` shape; bumped when fields are added or
+/// change meaning. 2: `schema_version` itself, `latency_cdf_ms` per variant
+/// and per `also` kind, `model.curve`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The quantiles stored as `latency_cdf_ms` (fixed, so CDFs of different
+/// runs and variants line up).
+pub const CDF_QUANTILES: [f64; 27] = [
+    0.0, 0.01, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.94,
+    0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9999, 1.0,
+];
+
+/// One point of an empirical CDF: the fraction `q` of samples at or below `ms`.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CdfPoint {
+    pub q: f64,
+    pub ms: f64,
+}
+
+/// [`CDF_QUANTILES`] of the latency samples of `kind` pooled over `flows`
+/// (nearest rank on the sorted samples); empty without samples.
+pub fn latency_cdf<'a>(
+    flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>,
+    kind: thinstream_metrics::LatencyKind,
+) -> Vec<CdfPoint> {
+    let mut all: Vec<u64> = flows
+        .flat_map(|f| f.latencies(kind).into_iter().map(|(_, l)| l.as_nanos()))
+        .collect();
+    all.sort_unstable();
+    cdf_of_sorted(&all)
+}
+
+/// [`CDF_QUANTILES`] of sorted nanosecond samples: the sample of rank
+/// `ceil(q·n)` (at least 1), in milliseconds.
+pub fn cdf_of_sorted(sorted_nanos: &[u64]) -> Vec<CdfPoint> {
+    let n = sorted_nanos.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    CDF_QUANTILES
+        .iter()
+        .map(|q| {
+            let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+            CdfPoint {
+                q: *q,
+                ms: sorted_nanos[rank - 1] as f64 / 1e6,
+            }
+        })
+        .collect()
+}
+
 /// The whole `results.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Results {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
     pub scenario: String,
     pub description: String,
     pub source: String,
@@ -50,6 +104,9 @@ pub struct Results {
     pub repetitions: u32,
     pub runs: usize,
     pub latency: &'static str,
+    /// One-way-delay removal for delivery latencies (`[metrics] owd`):
+    /// `none`, `min-observed`, `drift-corrected` or the given duration.
+    pub owd: String,
     pub sweep: Option<SweepInfo>,
     pub variants: Vec<VariantResult>,
     pub mtt_reduction: Option<BTreeMap<String, Reduction>>,
@@ -83,6 +140,8 @@ pub struct VariantResult {
     pub faults: Vec<String>,
     #[serde(flatten)]
     pub summary: Option<Summary>,
+    /// The CDF of the summary's latency kind at [`CDF_QUANTILES`].
+    pub latency_cdf_ms: Vec<CdfPoint>,
     /// The `[metrics] also` latency kinds.
     pub also: BTreeMap<String, OtherLatency>,
     /// Retransmitted data pieces by retransmission number (1, 2, 3 = "3 or
@@ -162,6 +221,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
 pub struct OtherLatency {
     pub latency_ms: Option<LatencyMs>,
     pub by_retransmissions: Vec<RetransmissionRow>,
+    pub latency_cdf_ms: Vec<CdfPoint>,
 }
 
 /// One sweep point of one variant.
@@ -238,6 +298,7 @@ impl Results {
                         OtherLatency {
                             latency_ms: sm.latency_ms,
                             by_retransmissions: sm.by_retransmissions,
+                            latency_cdf_ms: latency_cdf(flows.clone(), *k),
                         },
                     )
                 })
@@ -299,6 +360,11 @@ impl Results {
                     })
                     .collect(),
                 summary,
+                latency_cdf_ms: if available {
+                    latency_cdf(mine.iter().flat_map(|o| o.flows.iter()), kind)
+                } else {
+                    Vec::new()
+                },
                 also,
                 retransmission_causes: causes(mine.iter().flat_map(|o| o.flows.iter())),
                 responses: (available
@@ -364,6 +430,7 @@ impl Results {
             _ => None,
         };
         Results {
+            schema_version: SCHEMA_VERSION,
             scenario: s.name.clone(),
             description: s.description.clone(),
             source: s.source.clone(),
@@ -373,6 +440,14 @@ impl Results {
             repetitions: plan.repetitions,
             runs: outcomes.len(),
             latency: kind.name(),
+            owd: match s.metrics.owd.0 {
+                thinstream_metrics::OwdCorrection::None => "none".into(),
+                thinstream_metrics::OwdCorrection::MinObserved => "min-observed".into(),
+                thinstream_metrics::OwdCorrection::MinObservedDriftCorrected { .. } => {
+                    "drift-corrected".into()
+                }
+                thinstream_metrics::OwdCorrection::Given(d) => d.to_string(),
+            },
             sweep: s.sweep.as_ref().map(|sw| SweepInfo {
                 parameter: sw.parameter.name(),
                 values: plan.points.iter().map(|p| p.label()).collect(),

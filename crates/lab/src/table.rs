@@ -73,8 +73,9 @@ pub fn render(r: &Results) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n{} latency (ms, one-way delay removed where the kind says so), pooled over {} run(s):",
-        r.latency, r.runs
+        "\n{}, pooled over {} run(s):",
+        crate::plots::latency_label(r.latency, &r.owd),
+        r.runs
     );
     let header = strings(&[
         "variant",
@@ -120,8 +121,8 @@ pub fn render(r: &Results) -> String {
 
     let _ = writeln!(
         out,
-        "\n{} latency by retransmissions of the message (count / mean / p99 / max, ms):",
-        r.latency
+        "\n{} by retransmissions of the message (count / mean / p99 / max, ms):",
+        crate::plots::latency_name(r.latency, &r.owd)
     );
     let header = strings(&["variant", "0", "1", "2", "3+"]);
     let mut rows = Vec::new();
@@ -201,8 +202,9 @@ pub fn render(r: &Results) -> String {
         } else {
             let _ = writeln!(
                 out,
-                "\n{} latency p99 (ms) per {}:",
-                r.latency, sw.parameter
+                "\n{} p99 (ms) per {}:",
+                crate::plots::latency_name(r.latency, &r.owd),
+                sw.parameter
             );
         }
         let avail: Vec<_> = r.variants.iter().filter(|v| v.available).collect();

@@ -446,6 +446,17 @@ fn repository_compare_paths_resolve() {
                 path.display()
             );
             checked += 1;
+            // Expectations against another value of the results name one
+            // that exists.
+            for e in crate::verdict::Expectation::of_row(&row).unwrap() {
+                if let crate::verdict::Target::Other(o) = &e.target {
+                    assert!(
+                        crate::report::lookup(&json, o).is_some_and(|v| !v.is_null()),
+                        "{}: expect.other {o} not found",
+                        path.display()
+                    );
+                }
+            }
         }
     }
     assert!(checked >= 10, "only {checked} compare rows");

@@ -181,6 +181,20 @@ fn throughput_and_jain_per_entry() {
     }
     let jt = greedy["jain_of_totals"].as_f64().unwrap();
     assert!(jt > 0.5 && jt <= 1.0 + 1e-12, "{jt}");
+    // The report's throughput plot and CSV rows come from these numbers.
+    let plots = crate::plots::plots(&r);
+    let p = plots
+        .iter()
+        .find(|p| p.file == "throughput.svg")
+        .expect("throughput plot");
+    assert!(p.svg.contains("newreno: entry 0") && p.svg.contains("newreno: entry 1"));
+    assert!(p.svg.contains("<polyline"), "series drawn");
+    let csv = crate::tidy::csv(&r);
+    for (i, x) in g.iter().enumerate() {
+        let line = format!("fair,newreno,all,throughput.entry0_kbps,interval{i},{x}");
+        assert!(csv.lines().any(|l| l == line), "{line} in\n{csv}");
+    }
+    assert!(csv.contains("fair,newreno,all,jain.entry0,of_totals,"));
 }
 
 const ECHO: &str = r#"

@@ -1,0 +1,693 @@
+//! SVG plots of one scenario, drawn from a stored `results.json` value
+//! (never by re-running): latency per retransmission number per variant
+//! (p50–p99 box, whisker to the maximum, dot at the mean; 002 Fig. 5.6's
+//! box plots as far as the stored statistics allow), latency CDFs (whole
+//! and tail), MTT per loss position for `drop-data-packet` sweeps (003
+//! Fig. 2), response time against loss with the model's curve (001 Fig. 4),
+//! and throughput per interval for scenarios with `[metrics] throughput`
+//! (002 Fig. 5.20).
+//!
+//! plotters' SVG backend without its `ttf` feature writes text as SVG
+//! `<text>` elements (the viewer's sans-serif font) and estimates text
+//! sizes itself, so no system fonts are needed to draw.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde_json::Value;
+
+/// One drawn plot.
+#[derive(Clone, Debug)]
+pub struct Plot {
+    /// File name (no folder), e.g. `latency-by-rtx.svg`.
+    pub file: String,
+    /// One-line caption for the report.
+    pub caption: String,
+    pub svg: String,
+}
+
+const SIZE: (u32, u32) = (820, 460);
+const FONT: &str = "sans-serif";
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("plot: {e:?}")
+}
+
+fn color(i: usize) -> RGBColor {
+    // Colour-blind-friendly (Okabe-Ito), then plotters' palette.
+    const OI: [RGBColor; 7] = [
+        RGBColor(0, 114, 178),
+        RGBColor(213, 94, 0),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+        RGBColor(230, 159, 0),
+        RGBColor(86, 180, 233),
+        RGBColor(0, 0, 0),
+    ];
+    OI.get(i).copied().unwrap_or_else(|| {
+        let c = Palette99::pick(i).to_rgba();
+        RGBColor(c.0, c.1, c.2)
+    })
+}
+
+fn draw(file: &str, caption: String, f: impl FnOnce(&Area) -> Result<(), String>) -> Option<Plot> {
+    let mut svg = String::new();
+    let ok = {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let r = root
+            .fill(&WHITE)
+            .map_err(err)
+            .and_then(|()| f(&root))
+            .and_then(|()| root.present().map_err(err));
+        r.is_ok()
+    };
+    ok.then(|| Plot {
+        file: file.to_string(),
+        caption,
+        svg,
+    })
+}
+
+fn available(results: &Value) -> Vec<&Value> {
+    results["variants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["available"].as_bool() == Some(true))
+        .collect()
+}
+
+fn name(v: &Value) -> String {
+    v["name"].as_str().unwrap_or("?").to_string()
+}
+
+/// The description of a latency kind for axis titles and table headers:
+/// delivery latencies (`application*`, `transport*`) are above the minimum
+/// one-way delay when the scenario removes it (`owd` as in results.json).
+pub fn latency_label(kind: &str, owd: &str) -> String {
+    format!("{}, ms", latency_name(kind, owd))
+}
+
+/// [`latency_label`] without the unit.
+pub fn latency_name(kind: &str, owd: &str) -> String {
+    let delivery = kind.starts_with("application") || kind.starts_with("transport");
+    match owd {
+        _ if !delivery => format!("{kind} latency"),
+        "none" => format!("{kind} latency (one-way delay included)"),
+        "min-observed" => format!("{kind} latency above min OWD"),
+        "drift-corrected" => format!("{kind} latency above min OWD (drift-corrected)"),
+        given => format!("{kind} latency above a one-way delay of {given}"),
+    }
+}
+
+fn tick(x: &f64) -> String {
+    if x.abs() >= 20.0 || *x == 0.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// Every plot the stored results allow.
+pub fn plots(results: &Value) -> Vec<Plot> {
+    let mut out = Vec::new();
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let kind = results["latency"].as_str().unwrap_or("application");
+    let owd = results["owd"].as_str().unwrap_or("min-observed");
+    let vars = available(results);
+    if vars.is_empty() {
+        return out;
+    }
+    // Latency per retransmission number: the main kind, then `also` kinds.
+    let main: Vec<(String, &Value)> = vars
+        .iter()
+        .map(|v| (name(v), &v["by_retransmissions"]))
+        .collect();
+    out.extend(rtx_plot(
+        "latency-by-rtx.svg",
+        &format!(
+            "{scenario}: {} by retransmission number",
+            latency_name(kind, owd)
+        ),
+        &latency_label(kind, owd),
+        &main,
+    ));
+    let mut also_kinds: Vec<String> = vars
+        .iter()
+        .filter_map(|v| v["also"].as_object())
+        .flat_map(|m| m.keys().cloned())
+        .collect();
+    also_kinds.sort();
+    also_kinds.dedup();
+    for k in &also_kinds {
+        let rows: Vec<(String, &Value)> = vars
+            .iter()
+            .map(|v| (name(v), &v["also"][k.as_str()]["by_retransmissions"]))
+            .collect();
+        out.extend(rtx_plot(
+            &format!("{k}-latency-by-rtx.svg"),
+            &format!(
+                "{scenario}: {} by retransmission number",
+                latency_name(k, owd)
+            ),
+            &latency_label(k, owd),
+            &rows,
+        ));
+    }
+    // CDFs.
+    for (k, key) in std::iter::once((kind.to_string(), None))
+        .chain(also_kinds.iter().map(|k| (k.clone(), Some(k.clone()))))
+    {
+        let series: Vec<(String, Vec<(f64, f64)>)> = vars
+            .iter()
+            .map(|v| {
+                let cdf = match &key {
+                    None => &v["latency_cdf_ms"],
+                    Some(k) => &v["also"][k.as_str()]["latency_cdf_ms"],
+                };
+                (name(v), cdf_points(cdf))
+            })
+            .filter(|(_, p)| !p.is_empty())
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let prefix = if key.is_none() {
+            String::new()
+        } else {
+            format!("{k}-")
+        };
+        let label = latency_label(&k, owd);
+        let title = latency_name(&k, owd);
+        out.extend(cdf_plot(
+            &format!("{prefix}latency-cdf.svg"),
+            &format!("{scenario}: CDF of {title}"),
+            &label,
+            &series,
+            false,
+        ));
+        out.extend(cdf_plot(
+            &format!("{prefix}latency-cdf-tail.svg"),
+            &format!("{scenario}: CDF tail (90th percentile and up) of {title}"),
+            &label,
+            &series,
+            true,
+        ));
+    }
+    out.extend(mtt_plot(results, &vars));
+    out.extend(model_plot(results, &vars));
+    out.extend(throughput_plot(results, &vars));
+    out
+}
+
+fn cdf_points(cdf: &Value) -> Vec<(f64, f64)> {
+    cdf.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["ms"].as_f64()?, p["q"].as_f64()?)))
+        .collect()
+}
+
+fn nice_max(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        1.0
+    } else {
+        x * 1.08
+    }
+}
+
+fn rtx_plot(file: &str, caption: &str, y_desc: &str, rows: &[(String, &Value)]) -> Option<Plot> {
+    // (variant index, group, p50, p99, max, mean, count)
+    let mut boxes = Vec::new();
+    for (vi, (_, r)) in rows.iter().enumerate() {
+        for row in r.as_array().into_iter().flatten() {
+            let g = row["retransmissions"].as_u64()? as usize;
+            if row["count"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            boxes.push((
+                vi,
+                g.min(3),
+                row["p50_ms"].as_f64()?,
+                row["p99_ms"].as_f64()?,
+                row["max_ms"].as_f64()?,
+                row["mean_ms"].as_f64()?,
+            ));
+        }
+    }
+    if boxes.is_empty() {
+        return None;
+    }
+    let ymax = nice_max(boxes.iter().map(|b| b.4).fold(0.0, f64::max));
+    let n = rows.len().max(1);
+    let width = 0.8 / n as f64;
+    draw(
+        file,
+        format!("{caption} (box: median to 99th percentile; whisker: to the maximum; dot: mean)"),
+        |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(caption, (FONT, 17))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(64)
+                .build_cartesian_2d(-0.5f64..3.5f64, 0f64..ymax)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(5)
+                .x_label_formatter(&|x| match x.round() as i64 {
+                    0 => "no retransmission".into(),
+                    1 => "1st".into(),
+                    2 => "2nd".into(),
+                    3 => "3rd or later".into(),
+                    _ => String::new(),
+                })
+                .x_desc("retransmissions of the message")
+                .y_desc(y_desc)
+                .y_label_formatter(&tick)
+                .max_light_lines(2)
+                .label_style((FONT, 13))
+                .draw()
+                .map_err(err)?;
+            for (vi, (vname, _)) in rows.iter().enumerate() {
+                let c = color(vi);
+                let mine: Vec<_> = boxes.iter().filter(|b| b.0 == vi).collect();
+                let offset = (vi as f64 - (n as f64 - 1.0) / 2.0) * width;
+                let half = width * 0.35;
+                chart
+                    .draw_series(mine.iter().map(|b| {
+                        let x = b.1 as f64 + offset;
+                        Rectangle::new([(x - half, b.2), (x + half, b.3)], c.mix(0.35).filled())
+                    }))
+                    .map_err(err)?
+                    .label(vname.as_str())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled())
+                    });
+                chart
+                    .draw_series(mine.iter().map(|b| {
+                        let x = b.1 as f64 + offset;
+                        Rectangle::new([(x - half, b.2), (x + half, b.3)], c.stroke_width(1))
+                    }))
+                    .map_err(err)?;
+                chart
+                    .draw_series(mine.iter().map(|b| {
+                        let x = b.1 as f64 + offset;
+                        PathElement::new(vec![(x, b.3), (x, b.4)], c.stroke_width(1))
+                    }))
+                    .map_err(err)?;
+                chart
+                    .draw_series(mine.iter().map(|b| {
+                        let x = b.1 as f64 + offset;
+                        PathElement::new(vec![(x - half, b.4), (x + half, b.4)], c.stroke_width(1))
+                    }))
+                    .map_err(err)?;
+                chart
+                    .draw_series(mine.iter().map(|b| {
+                        let x = b.1 as f64 + offset;
+                        Circle::new((x, b.5), 3, c.filled())
+                    }))
+                    .map_err(err)?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 13))
+                .draw()
+                .map_err(err)
+        },
+    )
+}
+
+/// Cuts a CDF at `xmax`, interpolating the crossing point.
+fn clip_cdf(points: &[(f64, f64)], xmax: f64, ymin: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for w in points.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if out.is_empty() && a.0 <= xmax {
+            out.push(a);
+        }
+        if b.0 <= xmax {
+            out.push(b);
+        } else {
+            if a.0 < xmax {
+                let t = (xmax - a.0) / (b.0 - a.0);
+                out.push((xmax, a.1 + t * (b.1 - a.1)));
+            }
+            break;
+        }
+    }
+    if points.len() == 1 && points[0].0 <= xmax {
+        out.push(points[0]);
+    }
+    out.into_iter().filter(|p| p.1 >= ymin - 1e-12).collect()
+}
+
+fn quantile(points: &[(f64, f64)], q: f64) -> Option<f64> {
+    points.iter().find(|p| p.1 >= q - 1e-12).map(|p| p.0)
+}
+
+fn cdf_plot(
+    file: &str,
+    caption: &str,
+    x_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    tail: bool,
+) -> Option<Plot> {
+    let (ymin, cut) = if tail { (0.9, 0.9999) } else { (0.0, 0.999) };
+    let xmax = nice_max(
+        series
+            .iter()
+            .filter_map(|(_, p)| quantile(p, cut))
+            .fold(0.0, f64::max),
+    );
+    let xmin = if tail {
+        series
+            .iter()
+            .filter_map(|(_, p)| quantile(p, ymin))
+            .fold(f64::INFINITY, f64::min)
+            .min(xmax * 0.5)
+            .max(0.0)
+    } else {
+        0.0
+    };
+    let note = if tail {
+        "x axis cut at the largest 99.99th percentile"
+    } else {
+        "x axis cut at the largest 99.9th percentile"
+    };
+    draw(file, format!("{caption} ({note})"), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(xmin..xmax, ymin..1.0f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("fraction of messages")
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, (n, p)) in series.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<(f64, f64)> = clip_cdf(p, xmax, ymin)
+                .into_iter()
+                .map(|(x, y)| (x.max(xmin), y))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(err)?
+                .label(n.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(err)
+    })
+}
+
+fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
+    let sweep = results["sweep"].as_object()?;
+    if sweep.get("parameter")?.as_str()? != "drop-data-packet" {
+        return None;
+    }
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let mean = results["mtt_statistic"].as_str() == Some("mean");
+    // (name, [(position, mtt, ci)])
+    let series: Vec<(String, Vec<(f64, f64, Option<f64>)>)> = vars
+        .iter()
+        .map(|v| {
+            let pts = v["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| {
+                    Some((
+                        p["value"].as_str()?.parse::<f64>().ok()?,
+                        p["mtt_ms_compared"].as_f64()?,
+                        p["mtt_ci95_ms"].as_f64(),
+                    ))
+                })
+                .collect::<Vec<_>>();
+            (name(v), pts)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let (xmin, xmax) = all
+        .clone()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p.0), b.max(p.0))
+        });
+    let ymax = nice_max(all.map(|p| p.1 + p.2.unwrap_or(0.0)).fold(0.0, f64::max));
+    let stat = if mean {
+        "mean with 95% confidence interval"
+    } else {
+        "median"
+    };
+    let caption = format!("{scenario}: MTT of the message hit by the drop ({stat})");
+    draw("mtt.svg", caption.clone(), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d((xmin - 1.0)..(xmax + 1.0), 0f64..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("position of the dropped data packet")
+            .y_desc("message transfer time, ms")
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, (n, p)) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(
+                    p.iter().map(|x| (x.0, x.1)),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(n.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(p.iter().map(|x| Circle::new((x.0, x.1), 3, c.filled())))
+                .map_err(err)?;
+            chart
+                .draw_series(p.iter().filter_map(|x| {
+                    let h = x.2?;
+                    Some(PathElement::new(
+                        vec![(x.0, x.1 - h), (x.0, x.1 + h)],
+                        c.stroke_width(1),
+                    ))
+                }))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(err)
+    })
+}
+
+fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    // (name, curve, measured (loss, mean response))
+    let series: Vec<(String, Vec<(f64, f64)>, Option<(f64, f64)>)> = vars
+        .iter()
+        .filter(|v| v["model"].is_object())
+        .map(|v| {
+            let m = &v["model"];
+            let curve: Vec<(f64, f64)> = m["curve"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| {
+                    Some((p["loss"].as_f64()? * 100.0, p["response_time_ms"].as_f64()?))
+                })
+                .collect();
+            let measured = m["loss"]
+                .as_f64()
+                .zip(v["responses"]["response_ms"]["mean"].as_f64())
+                .map(|(l, r)| (l * 100.0, r));
+            (name(v), curve, measured)
+        })
+        .filter(|(_, c, _)| !c.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let xmax = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(0.0, f64::max)
+        .max(0.1);
+    let ymax = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.1).chain(s.2.map(|m| m.1)))
+            .fold(0.0, f64::max),
+    );
+    let caption =
+        format!("{scenario}: mean response time vs loss (lines: model eq. 5; dots: ours)");
+    draw("response-vs-loss.svg", caption.clone(), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("loss rate, %")
+            .y_desc("mean response time, ms")
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, (n, curve, measured)) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(curve.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("{n} (model)"))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(measured.iter().map(|m| Circle::new(*m, 5, c.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(err)
+    })
+}
+
+fn throughput_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    // (label, variant index, entry, [(t, kbps)])
+    let mut series = Vec::new();
+    let mut interval = 0.0;
+    for (vi, v) in vars.iter().enumerate() {
+        for t in v["throughput"].as_array().into_iter().flatten() {
+            let iv = t["interval_s"].as_f64().unwrap_or(1.0);
+            interval = iv;
+            let pts: Vec<(f64, f64)> = t["aggregate_kbps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(i, x)| Some(((i as f64 + 1.0) * iv, x.as_f64()?)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let entry = t["entry"].as_u64().unwrap_or(0);
+            let label = format!(
+                "{}: entry {entry} ({} flows, {})",
+                name(v),
+                t["flows"],
+                t["workload"].as_str().unwrap_or("")
+            );
+            series.push((label, vi, entry, pts));
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let xmax = series
+        .iter()
+        .flat_map(|s| s.3.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    let ymax = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.3.iter().map(|p| p.1))
+            .fold(0.0, f64::max),
+    );
+    let caption = format!("{scenario}: aggregate throughput per {interval:.0} s interval");
+    draw("throughput.svg", caption.clone(), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..xmax * 1.02, 0f64..ymax * 1.6)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("end of interval, s after the window opens (repetitions one after another)")
+            .y_desc("throughput, kbit/s")
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (label, vi, entry, pts) in &series {
+            let c = color(*vi);
+            let w = if *entry == 0 { 2 } else { 1 };
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(w)))
+                .map_err(err)?
+                .label(label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(w))
+                });
+            if *entry > 0 {
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new(*p, 2, c.filled())))
+                    .map_err(err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 11))
+            .draw()
+            .map_err(err)
+    })
+}

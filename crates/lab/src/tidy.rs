@@ -1,0 +1,220 @@
+//! `results.csv`: a scenario's numbers in long ("tidy") format for analysis
+//! elsewhere, one row per variant × point × metric × statistic, drawn from a
+//! stored `results.json` value.
+//!
+//! Columns: `scenario,variant,point,metric,statistic,value`. `point` is the
+//! sweep value, or `all` for numbers pooled over the whole variant.
+//! Metrics (latency kinds by their `results.json` names, e.g. `application`,
+//! `ack`):
+//! - `latency.KIND`: `mean`, `p50`, `p90`, `p99`, `p999`, `max`, and `cdf_qQ`
+//!   for the stored CDF quantiles;
+//! - `latency.KIND.rtxN` (N = 0, 1, 2, 3 = "3 or more"): `count`, `mean`,
+//!   `p50`, `p99`, `max`;
+//! - `messages`, `delivered`, `tohd`, `loss_rate`, `spurious`: `value`;
+//! - `response_ms` (echo): the latency statistics; `model`:
+//!   `response_time_ms`, and `response_time_ms_at_loss_P` along the curve;
+//! - `throughput.entryE_kbps`: `intervalI`, `mean`, `median`, `min`, `max`;
+//!   `jain.entryE`: `intervalI`, `mean`, `of_totals`;
+//! - `bottleneck.DIR`: `drop_rate`, `utilisation`;
+//! - `retransmission_causes.REASON.rtxN`: `count`, `share`;
+//! - per sweep point: `mtt_ms`: `repR`, `median`, `mean`, `ci95`,
+//!   `compared`; `mtt_reduction`: `value` (against the baseline).
+//!
+//! Missing numbers (`null`) are left out.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+/// The CSV header line (without newline).
+pub const HEADER: &str = "scenario,variant,point,metric,statistic,value";
+
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+struct Rows<'a> {
+    scenario: &'a str,
+    out: String,
+}
+
+impl Rows<'_> {
+    fn push(&mut self, variant: &str, point: &str, metric: &str, statistic: &str, v: &Value) {
+        if let Some(x) = v.as_f64() {
+            let _ = writeln!(
+                self.out,
+                "{},{},{},{},{},{}",
+                quote(self.scenario),
+                quote(variant),
+                quote(point),
+                quote(metric),
+                quote(statistic),
+                x
+            );
+        }
+    }
+
+    fn latency(&mut self, variant: &str, point: &str, metric: &str, l: &Value) {
+        for s in ["mean", "p50", "p90", "p99", "p999", "max"] {
+            self.push(variant, point, metric, s, &l[s]);
+        }
+    }
+
+    fn by_rtx(&mut self, variant: &str, point: &str, kind: &str, rows: &Value) {
+        for r in rows.as_array().into_iter().flatten() {
+            let n = r["retransmissions"].as_u64().unwrap_or(0);
+            let metric = format!("latency.{kind}.rtx{n}");
+            self.push(variant, point, &metric, "count", &r["count"]);
+            for s in ["mean", "p50", "p99", "max"] {
+                self.push(variant, point, &metric, s, &r[format!("{s}_ms").as_str()]);
+            }
+        }
+    }
+
+    fn cdf(&mut self, variant: &str, point: &str, kind: &str, cdf: &Value) {
+        let metric = format!("latency.{kind}");
+        for p in cdf.as_array().into_iter().flatten() {
+            let q = p["q"].as_f64().unwrap_or(0.0);
+            self.push(variant, point, &metric, &format!("cdf_q{q}"), &p["ms"]);
+        }
+    }
+
+    /// The metrics::Summary fields of a variant or point.
+    fn summary(&mut self, variant: &str, point: &str, s: &Value) {
+        let kind = s["latency"].as_str().unwrap_or("latency").to_string();
+        self.latency(variant, point, &format!("latency.{kind}"), &s["latency_ms"]);
+        self.cdf(variant, point, &kind, &s["latency_cdf_ms"]);
+        self.by_rtx(variant, point, &kind, &s["by_retransmissions"]);
+        for m in ["messages", "delivered", "tohd", "loss_rate", "spurious"] {
+            self.push(variant, point, m, "value", &s[m]);
+        }
+    }
+}
+
+/// The long-format CSV of one `results.json` value, header included.
+pub fn csv(results: &Value) -> String {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let mut rows = Rows {
+        scenario,
+        out: format!("{HEADER}\n"),
+    };
+    let reductions = &results["mtt_reduction"];
+    for v in results["variants"].as_array().into_iter().flatten() {
+        if v["available"].as_bool() != Some(true) {
+            continue;
+        }
+        let name = v["name"].as_str().unwrap_or("");
+        rows.summary(name, "all", v);
+        if let Some(also) = v["also"].as_object() {
+            for (kind, a) in also {
+                rows.latency(name, "all", &format!("latency.{kind}"), &a["latency_ms"]);
+                rows.cdf(name, "all", kind, &a["latency_cdf_ms"]);
+                rows.by_rtx(name, "all", kind, &a["by_retransmissions"]);
+            }
+        }
+        if v["responses"].is_object() {
+            rows.latency(name, "all", "response_ms", &v["responses"]["response_ms"]);
+        }
+        if v["model"].is_object() {
+            let m = &v["model"];
+            rows.push(
+                name,
+                "all",
+                "model",
+                "response_time_ms",
+                &m["response_time_ms"],
+            );
+            for p in m["curve"].as_array().into_iter().flatten() {
+                let loss = p["loss"].as_f64().unwrap_or(0.0);
+                rows.push(
+                    name,
+                    "all",
+                    "model",
+                    &format!("response_time_ms_at_loss_{loss}"),
+                    &p["response_time_ms"],
+                );
+            }
+        }
+        for t in v["throughput"].as_array().into_iter().flatten() {
+            let e = t["entry"].as_u64().unwrap_or(0);
+            let metric = format!("throughput.entry{e}_kbps");
+            for (i, x) in t["aggregate_kbps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                rows.push(name, "all", &metric, &format!("interval{i}"), x);
+            }
+            for s in ["mean", "median", "min", "max"] {
+                rows.push(
+                    name,
+                    "all",
+                    &metric,
+                    s,
+                    &t[format!("aggregate_kbps_{s}").as_str()],
+                );
+            }
+            let jain = format!("jain.entry{e}");
+            for (i, x) in t["jain_per_interval"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                rows.push(name, "all", &jain, &format!("interval{i}"), x);
+            }
+            rows.push(name, "all", &jain, "mean", &t["jain_mean"]);
+            rows.push(name, "all", &jain, "of_totals", &t["jain_of_totals"]);
+        }
+        for dir in ["forward", "reverse"] {
+            let b = &v["bottleneck"][dir];
+            let metric = format!("bottleneck.{dir}");
+            rows.push(name, "all", &metric, "drop_rate", &b["drop_rate"]);
+            rows.push(name, "all", &metric, "utilisation", &b["utilisation"]);
+        }
+        for c in v["retransmission_causes"].as_array().into_iter().flatten() {
+            let metric = format!(
+                "retransmission_causes.{}.rtx{}",
+                c["reason"].as_str().unwrap_or("?"),
+                c["retransmission"]
+            );
+            rows.push(name, "all", &metric, "count", &c["count"]);
+            rows.push(name, "all", &metric, "share", &c["share"]);
+        }
+        for (pi, p) in v["points"].as_array().into_iter().flatten().enumerate() {
+            let point = p["value"].as_str().unwrap_or("").to_string();
+            rows.summary(name, &point, &p["summary"]);
+            for (r, x) in p["mtt_ms"].as_array().into_iter().flatten().enumerate() {
+                rows.push(name, &point, "mtt_ms", &format!("rep{r}"), x);
+            }
+            for (s, key) in [
+                ("median", "mtt_median_ms"),
+                ("mean", "mtt_mean_ms"),
+                ("ci95", "mtt_ci95_ms"),
+                ("compared", "mtt_ms_compared"),
+            ] {
+                rows.push(name, &point, "mtt_ms", s, &p[key]);
+            }
+            rows.push(
+                name,
+                &point,
+                "mtt_reduction",
+                "value",
+                &reductions[name]["per_point"][pi],
+            );
+        }
+        rows.push(
+            name,
+            "all",
+            "mtt_reduction",
+            "mean",
+            &reductions[name]["mean"],
+        );
+    }
+    rows.out
+}
