@@ -81,6 +81,11 @@ impl CookieKey {
         CookieKey { secret, lifetime }
     }
 
+    /// A key from secret bytes the caller drew.
+    pub(crate) fn from_secret(secret: [u8; 32], lifetime: Duration) -> Self {
+        CookieKey { secret, lifetime }
+    }
+
     fn mac(&self) -> HmacSha256 {
         // HMAC accepts keys of any length; 32 bytes cannot fail.
         match HmacSha256::new_from_slice(&self.secret) {

@@ -63,7 +63,14 @@ pub struct Endpoint {
     now_hint: Instant,
     /// Round-robin position of `poll_transmit`.
     rr: AssociationId,
+    /// Where secrets come from when they must be unpredictable (see
+    /// [`Endpoint::with_entropy`]); `None`: everything derives from `seed`.
+    entropy: Option<Entropy>,
 }
+
+/// A source of unpredictable bytes (the OS random source in real use). The
+/// protocol core never reads one itself: the caller passes it in.
+pub type Entropy = Box<dyn FnMut(&mut [u8]) + Send>;
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -98,7 +105,38 @@ impl Endpoint {
             next_id: 0,
             now_hint: Instant::ZERO,
             rr: AssociationId(0),
+            entropy: None,
         }
+    }
+
+    /// An endpoint whose cookie secret, and every association's tags and
+    /// initial TSNs, come fresh from `entropy` (32 bytes for the secret, 8
+    /// bytes per association and per stateless INIT ACK) instead of from a
+    /// seed, so nothing an observer sees predicts the next value. The
+    /// randomness each association uses afterwards derives from its own
+    /// fresh 64-bit seed.
+    pub fn with_entropy(
+        config: Config,
+        local: SocketAddr,
+        accept_incoming: bool,
+        mut entropy: Entropy,
+    ) -> Self {
+        let mut seed = [0u8; 8];
+        entropy(&mut seed);
+        let mut ep = Endpoint::new(config, local, Seed(u64::from_le_bytes(seed)), accept_incoming);
+        let mut secret = [0u8; 32];
+        entropy(&mut secret);
+        ep.key = CookieKey::from_secret(secret, ep.config.valid_cookie_life);
+        ep.entropy = Some(entropy);
+        ep
+    }
+
+    /// A fresh seed from the entropy source, if there is one.
+    fn fresh_seed(&mut self) -> Option<Seed> {
+        let e = self.entropy.as_mut()?;
+        let mut b = [0u8; 8];
+        e(&mut b);
+        Some(Seed(u64::from_le_bytes(b)))
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -151,7 +189,11 @@ impl Endpoint {
     fn alloc_id(&mut self) -> (AssociationId, Seed) {
         let id = AssociationId(self.next_id);
         self.next_id += 1;
-        (id, self.seed.derive(&format!("association-{}", id.0)))
+        let seed = match self.fresh_seed() {
+            Some(s) => s,
+            None => self.seed.derive(&format!("association-{}", id.0)),
+        };
+        (id, seed)
     }
 
     /// Open an association to `remote` (INIT goes out on the next poll).
@@ -265,6 +307,9 @@ impl Endpoint {
         }
         match packet.chunks.first() {
             Some(Chunk::Init(_)) if self.accept => {
+                if let Some(s) = self.fresh_seed() {
+                    self.rng = s.rng();
+                }
                 match answer_init_statelessly(
                     &self.config,
                     &self.key,

@@ -53,6 +53,6 @@ pub mod wire;
 pub use association::congestion::{AckInfo, Congestion, LossKind};
 pub use association::{Association, State};
 pub use config::{Config, DelayedSack};
-pub use endpoint::{AssociationId, Endpoint};
+pub use endpoint::{AssociationId, Endpoint, Entropy};
 pub use mechanism::{Mechanisms, PresetError};
 pub use trace::Stats;
