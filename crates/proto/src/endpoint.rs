@@ -123,7 +123,12 @@ impl Endpoint {
     ) -> Self {
         let mut seed = [0u8; 8];
         entropy(&mut seed);
-        let mut ep = Endpoint::new(config, local, Seed(u64::from_le_bytes(seed)), accept_incoming);
+        let mut ep = Endpoint::new(
+            config,
+            local,
+            Seed(u64::from_le_bytes(seed)),
+            accept_incoming,
+        );
         let mut secret = [0u8; 32];
         entropy(&mut secret);
         ep.key = CookieKey::from_secret(secret, ep.config.valid_cookie_life);
@@ -198,15 +203,20 @@ impl Endpoint {
 
     /// Open an association to `remote` (INIT goes out on the next poll).
     pub fn connect(&mut self, now: Instant, remote: SocketAddr) -> AssociationId {
+        self.connect_with(now, remote, self.config.clone())
+    }
+
+    /// Open an association to `remote` with its own configuration (the
+    /// endpoint's configuration stays the one for incoming associations).
+    pub fn connect_with(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        config: Config,
+    ) -> AssociationId {
         let (id, seed) = self.alloc_id();
-        let a = Association::connect_with_key(
-            self.config.clone(),
-            now,
-            self.local,
-            remote,
-            seed,
-            self.key.clone(),
-        );
+        let a =
+            Association::connect_with_key(config, now, self.local, remote, seed, self.key.clone());
         self.assocs.insert(id, a);
         self.reindex(id);
         id
@@ -455,6 +465,25 @@ impl Endpoint {
     /// The next application event of any association.
     pub fn poll_event(&mut self) -> Option<(AssociationId, AppEvent)> {
         for (id, a) in self.assocs.iter_mut() {
+            if let Some(e) = a.poll_app() {
+                return Some((*id, e));
+            }
+        }
+        self.reap();
+        None
+    }
+
+    /// The next application event of an association `skip` does not
+    /// exclude (an application that cannot take more of one association's
+    /// messages leaves them, and its receive window, with the association).
+    pub fn poll_event_unless(
+        &mut self,
+        mut skip: impl FnMut(AssociationId) -> bool,
+    ) -> Option<(AssociationId, AppEvent)> {
+        for (id, a) in self.assocs.iter_mut() {
+            if skip(*id) {
+                continue;
+            }
             if let Some(e) = a.poll_app() {
                 return Some((*id, e));
             }

@@ -58,6 +58,11 @@ pub struct Stats {
     /// Nanoseconds classified thin, up to the latest verdict change (see
     /// `Association::time_thin` for the time up to now).
     pub thin_ns: u64,
+    /// TSNs the peer reported as received more than once (SACK Duplicate
+    /// TSNs, RFC 9260 §3.3.4): the sender's estimate of its spurious
+    /// retransmissions (RDB copies excluded: the peer reports those too,
+    /// so the count is an upper bound while RDB is on).
+    pub duplicates_reported: u64,
 }
 
 impl Stats {
@@ -112,7 +117,8 @@ impl Stats {
             t3_postponed,
             sack_immediately_sent,
             thin_transitions,
-            thin_ns
+            thin_ns,
+            duplicates_reported
         );
         for (a, b) in self
             .data_chunks_by_reason

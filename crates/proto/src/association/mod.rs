@@ -472,7 +472,9 @@ impl Association {
     }
 
     /// The thin verdict now (false when no mechanism keeps the list).
-    pub(crate) fn is_thin(&self) -> bool {
+    /// Whether the stream is classified thin right now (false when no
+    /// thin-stream mechanism asks for the classification).
+    pub fn is_thin(&self) -> bool {
         self.tracks_thin() && self.thin.is_thin(&self.config.mechanisms.thin)
     }
 

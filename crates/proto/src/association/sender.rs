@@ -389,6 +389,7 @@ impl Association {
             self.discard(now, "sack-beyond-sent");
             return;
         }
+        self.stats.duplicates_reported += sack.duplicate_tsns.len() as u64;
         if self.tracer.enabled() && !sack.duplicate_tsns.is_empty() {
             // RFC 9260 §3.3.4: TSNs received more than once since the last
             // SACK. Units relative to the cum ack point before this SACK.

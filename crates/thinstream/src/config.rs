@@ -1,0 +1,209 @@
+//! What an endpoint and its associations are configured with.
+
+use std::time::Duration;
+
+use thinstream_proto::{Config as TransportConfig, Mechanisms, PresetError};
+
+/// How one association behaves: the SCTP parameters (timers, buffers,
+/// streams, ports) and the thin-stream mechanisms.
+///
+/// [`AssociationConfig::default`] is the **production preset**: RFC 9260
+/// timers with the thin-stream mechanisms tuned to hold against unmodified
+/// receivers (delayed and lost SACKs). Presets that reproduce the research
+/// documents' kernels are available by name through
+/// [`AssociationConfig::preset`]; see [`thinstream_proto::mechanism::PRESETS`]
+/// for the list.
+///
+/// ```
+/// use thinstream::AssociationConfig;
+/// // The default: the production preset.
+/// let prod = AssociationConfig::default();
+/// assert!(prod.mechanisms().uses_thin_detection());
+/// // The documents' modified lksctp, with redundant bundling added.
+/// let lab = AssociationConfig::preset("lksctp-mod+rdb").unwrap();
+/// assert!(lab.mechanisms().rdb.enabled);
+/// // Bad names are errors, not silent defaults.
+/// assert!(AssociationConfig::preset("no-such-preset").is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct AssociationConfig {
+    pub(crate) transport: TransportConfig,
+    pub(crate) recv_queue_bytes: usize,
+    pub(crate) close_timeout: Duration,
+}
+
+impl Default for AssociationConfig {
+    fn default() -> Self {
+        AssociationConfig::from_transport(TransportConfig::production())
+    }
+}
+
+impl AssociationConfig {
+    /// A preset by name, with `+token` and `param=value` modifiers (the same
+    /// grammar as the CLI's `--mechanisms`): `production`, `rfc`, `linux`,
+    /// `thin`, `lksctp-mod`, `thin+rdb`, `production+rto-min=300`, ...
+    pub fn preset(spec: &str) -> Result<AssociationConfig, PresetError> {
+        TransportConfig::from_preset(spec).map(AssociationConfig::from_transport)
+    }
+
+    /// Every SCTP knob, from the protocol crate's configuration.
+    pub fn from_transport(transport: TransportConfig) -> AssociationConfig {
+        AssociationConfig {
+            recv_queue_bytes: 64 * 1024,
+            close_timeout: Duration::from_secs(10),
+            transport,
+        }
+    }
+
+    /// The protocol configuration (timers, buffers, streams, mechanisms).
+    pub fn transport(&self) -> &TransportConfig {
+        &self.transport
+    }
+
+    /// Mutable access to the protocol configuration.
+    pub fn transport_mut(&mut self) -> &mut TransportConfig {
+        &mut self.transport
+    }
+
+    /// The thin-stream mechanisms in use.
+    pub fn mechanisms(&self) -> &Mechanisms {
+        &self.transport.mechanisms
+    }
+
+    /// Replace the thin-stream mechanisms (other parameters unchanged).
+    pub fn set_mechanisms(&mut self, mechanisms: Mechanisms) -> &mut Self {
+        self.transport.mechanisms = mechanisms;
+        self
+    }
+
+    /// Bytes of queued but not yet sent data (RFC 9260's send buffer)
+    /// before [`crate::Association::send`] waits. Default 256 KiB.
+    pub fn send_buffer(&mut self, bytes: usize) -> &mut Self {
+        self.transport.send_buffer = bytes;
+        self
+    }
+
+    /// The receive buffer advertised to the peer (a_rwnd). Default 256 KiB.
+    pub fn receive_buffer(&mut self, bytes: u32) -> &mut Self {
+        self.transport.receive_buffer = bytes;
+        self
+    }
+
+    /// Bytes of delivered messages the library holds for an application
+    /// that has not called [`crate::Association::recv`] yet. Beyond this,
+    /// messages stay with the protocol and count against the advertised
+    /// window, so a slow reader slows the peer down. Default 64 KiB.
+    pub fn recv_queue(&mut self, bytes: usize) -> &mut Self {
+        self.recv_queue_bytes = bytes.max(1);
+        self
+    }
+
+    /// Outbound streams requested (the peer may grant fewer). Default 10.
+    pub fn streams(&mut self, outbound: u16) -> &mut Self {
+        self.transport.outbound_streams = outbound.max(1);
+        self
+    }
+
+    /// The SCTP ports (inside the UDP encapsulation). Both default to 5000.
+    pub fn sctp_ports(&mut self, local: u16, remote: u16) -> &mut Self {
+        self.transport.local_port = local;
+        self.transport.remote_port = remote;
+        self
+    }
+
+    /// How long [`crate::Association::close`] waits for the graceful
+    /// shutdown before it aborts. Default 10 s.
+    pub fn close_timeout(&mut self, t: Duration) -> &mut Self {
+        self.close_timeout = t;
+        self
+    }
+}
+
+/// How an [`crate::Endpoint`] runs.
+///
+/// ```
+/// use thinstream::EndpointConfig;
+/// let server = EndpointConfig::server();
+/// assert!(server.accepts_incoming());
+/// let client = EndpointConfig::client();
+/// assert!(!client.accepts_incoming());
+/// ```
+#[derive(Clone, Debug)]
+pub struct EndpointConfig {
+    pub(crate) association: AssociationConfig,
+    pub(crate) accept_incoming: bool,
+    pub(crate) max_pending_incoming: usize,
+    pub(crate) socket_buffer: usize,
+    pub(crate) fixed_seed: Option<u64>,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig::client()
+    }
+}
+
+impl EndpointConfig {
+    /// An endpoint that only opens associations ([`crate::Endpoint::connect`]).
+    pub fn client() -> EndpointConfig {
+        EndpointConfig {
+            association: AssociationConfig::default(),
+            accept_incoming: false,
+            max_pending_incoming: 1024,
+            socket_buffer: 4 << 20,
+            fixed_seed: None,
+        }
+    }
+
+    /// An endpoint that also answers peers ([`crate::Endpoint::accept`]).
+    pub fn server() -> EndpointConfig {
+        EndpointConfig {
+            accept_incoming: true,
+            ..EndpointConfig::client()
+        }
+    }
+
+    pub fn accepts_incoming(&self) -> bool {
+        self.accept_incoming
+    }
+
+    /// Answer INITs from unknown peers.
+    pub fn accept_incoming(&mut self, yes: bool) -> &mut Self {
+        self.accept_incoming = yes;
+        self
+    }
+
+    /// The configuration incoming associations start with (also the default
+    /// for [`crate::Endpoint::connect`]).
+    pub fn association(&mut self, config: AssociationConfig) -> &mut Self {
+        self.association = config;
+        self
+    }
+
+    pub fn association_config(&self) -> &AssociationConfig {
+        &self.association
+    }
+
+    /// Established associations waiting for [`crate::Endpoint::accept`]
+    /// beyond which new ones are aborted ("busy"). Default 1024.
+    pub fn max_pending_incoming(&mut self, n: usize) -> &mut Self {
+        self.max_pending_incoming = n.max(1);
+        self
+    }
+
+    /// Kernel socket buffer size asked for, each direction. Default 4 MiB
+    /// (the kernel may cap it: see `net.core.rmem_max`).
+    pub fn socket_buffer(&mut self, bytes: usize) -> &mut Self {
+        self.socket_buffer = bytes;
+        self
+    }
+
+    /// **Testing only.** Derive the cookie secret, verification tags and
+    /// initial TSNs from `seed` instead of the OS random source. Every
+    /// process given the same seed picks the same tags: an off-path attacker
+    /// who knows the seed can forge packets. Never use it in production.
+    pub fn testing_fixed_seed(&mut self, seed: u64) -> &mut Self {
+        self.fixed_seed = Some(seed);
+        self
+    }
+}

@@ -1,0 +1,393 @@
+//! [`Endpoint`]: one UDP socket, any number of associations, one task.
+
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use thinstream_base::{Datagram, Seed};
+use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint, Entropy};
+
+use crate::association::Association;
+use crate::clock::Clock;
+use crate::config::{AssociationConfig, EndpointConfig};
+use crate::error::{AssociationError, BindError, ConnectError};
+use crate::state::{Shared, Slot, State};
+use crate::udp::{RxBuffers, TxBatch, UdpIo};
+
+/// A local UDP address that SCTP associations run over (SCTP over UDP,
+/// RFC 6951). One endpoint serves any number of associations, to any number
+/// of peers, from one tokio task.
+///
+/// Cheap to clone: clones share the endpoint.
+///
+/// # Example: a server and a client on loopback
+/// ```
+/// use thinstream::{AssociationConfig, Endpoint, EndpointConfig, SendOptions};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> anyhow::Result<()> {
+/// let server = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::server())?;
+/// let client = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::client())?;
+/// let peer = server.local_addr();
+/// let (a, b) = tokio::join!(
+///     client.connect(peer, AssociationConfig::default()),
+///     async { server.accept().await.unwrap().accept() },
+/// );
+/// let (a, b) = (a?, b?);
+/// a.send(0, b"hello".as_slice(), SendOptions::default()).await?;
+/// let m = b.recv().await?;
+/// assert_eq!(&m.data[..], b"hello");
+/// a.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    config: Arc<EndpointConfig>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local", &self.shared.local)
+            .finish_non_exhaustive()
+    }
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the library draws tags and secrets from the OS random source"
+)]
+fn os_entropy() -> Result<Entropy, BindError> {
+    // Fail at bind time, not on the first association, if there is none.
+    getrandom::u64().map_err(|e| BindError::Random(e.to_string()))?;
+    Ok(Box::new(|buf: &mut [u8]| {
+        if let Err(e) = getrandom::fill(buf) {
+            // The OS random source worked at bind time; losing it later is
+            // an unrecoverable platform failure, not something to paper
+            // over with predictable tags.
+            panic!("the OS random source failed: {e}");
+        }
+    }))
+}
+
+impl Endpoint {
+    /// Bind a UDP socket to `addr` (IPv4 or IPv6; port 0 picks a free one)
+    /// and start the endpoint's task on the current tokio runtime.
+    pub fn bind(addr: SocketAddr, config: EndpointConfig) -> Result<Endpoint, BindError> {
+        let rt = tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
+        let io = {
+            let _guard = rt.enter();
+            UdpIo::bind(addr, config.socket_buffer)
+                .map_err(|source| BindError::Io { addr, source })?
+        };
+        let local = io
+            .local_addr()
+            .map_err(|source| BindError::Io { addr, source })?;
+        let transport = config.association.transport.clone();
+        let ep = match config.fixed_seed {
+            Some(seed) => ProtoEndpoint::new(transport, local, Seed(seed), config.accept_incoming),
+            None => {
+                ProtoEndpoint::with_entropy(transport, local, config.accept_incoming, os_entropy()?)
+            }
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                ep,
+                slots: Default::default(),
+                incoming: Default::default(),
+                incoming_waker: None,
+                max_pending_incoming: config.max_pending_incoming,
+                recv_queue_default: config.association.recv_queue_bytes,
+                closing: false,
+                gone: None,
+                idle_wakers: Vec::new(),
+            }),
+            wake: tokio::sync::Notify::new(),
+            clock: Clock::new(),
+            local,
+        });
+        rt.spawn(drive(shared.clone(), io));
+        Ok(Endpoint {
+            shared,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The bound address (with the port the OS picked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+
+    /// Open an association to the peer at UDP address `peer`, with
+    /// `config` (SCTP ports, streams and mechanisms included). Resolves
+    /// once the four-way handshake completes, or fails with the reason.
+    pub async fn connect(
+        &self,
+        peer: SocketAddr,
+        config: AssociationConfig,
+    ) -> Result<Association, ConnectError> {
+        if peer.is_ipv4() != self.shared.local.is_ipv4() {
+            return Err(ConnectError::AddressFamily {
+                local: self.shared.local,
+                peer,
+            });
+        }
+        let id = {
+            let mut st = self.shared.lock();
+            if st.closing || st.gone.is_some() {
+                return Err(ConnectError::EndpointClosed);
+            }
+            let now = self.shared.clock.now();
+            let id = st.ep.connect_with(now, peer, config.transport.clone());
+            let mut slot = Slot::new(config.recv_queue_bytes);
+            slot.announced = true;
+            slot.handles = 1;
+            st.slots.insert(id, slot);
+            id
+        };
+        self.shared.wake.notify_one();
+        // From here the handle owns the slot: dropping the future aborts.
+        let assoc = Association::new(self.shared.clone(), id, config.close_timeout);
+        poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            let Some(slot) = st.slots.get_mut(&id) else {
+                return Poll::Ready(Err(ConnectError::Setup(AssociationError::Failed(
+                    "the association vanished".into(),
+                ))));
+            };
+            if slot.established {
+                return Poll::Ready(Ok(()));
+            }
+            if let Some(e) = &slot.closed {
+                return Poll::Ready(Err(ConnectError::Setup(e.clone())));
+            }
+            slot.state_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Ok(assoc)
+    }
+
+    /// The next association a peer opened, `None` once the endpoint is
+    /// closed (or does not accept incoming associations).
+    pub async fn accept(&self) -> Option<Incoming> {
+        let id = poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if let Some(id) = st.incoming.pop_front() {
+                return Poll::Ready(Some(id));
+            }
+            if st.closing || st.gone.is_some() || !self.config.accept_incoming {
+                return Poll::Ready(None);
+            }
+            st.incoming_waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Some(Incoming {
+            shared: Some(self.shared.clone()),
+            id,
+            close_timeout: self.config.association.close_timeout,
+        })
+    }
+
+    /// Stop accepting new associations and shut every association down
+    /// gracefully. Use [`Endpoint::wait_idle`] to wait for the shutdowns.
+    pub fn close(&self) {
+        let mut st = self.shared.lock();
+        st.closing = true;
+        st.ep.set_accept_incoming(false);
+        let now = self.shared.clock.now();
+        let ids: Vec<AssociationId> = st.ep.associations().collect();
+        for id in ids {
+            st.ep.close(now, id);
+        }
+        while let Some(id) = st.incoming.pop_front() {
+            st.ep.abort(now, id, "endpoint closing");
+            if let Some(s) = st.slots.get_mut(&id) {
+                s.handles = s.handles.saturating_sub(1);
+            }
+        }
+        if let Some(w) = st.incoming_waker.take() {
+            w.wake();
+        }
+        drop(st);
+        self.shared.wake.notify_one();
+    }
+
+    /// Wait until no association is left (all closed and their last
+    /// packets sent).
+    pub async fn wait_idle(&self) {
+        poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if st.gone.is_some() || (st.ep.associations().next().is_none() && st.slots.is_empty()) {
+                return Poll::Ready(());
+            }
+            st.idle_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Associations alive on this endpoint.
+    pub fn association_count(&self) -> usize {
+        self.shared.lock().ep.associations().count()
+    }
+}
+
+/// An association a peer opened, waiting for the application's decision.
+/// The handshake is complete (SCTP creates the association only on a valid
+/// COOKIE ECHO); dropping an `Incoming` refuses it.
+pub struct Incoming {
+    shared: Option<Arc<Shared>>,
+    id: AssociationId,
+    close_timeout: std::time::Duration,
+}
+
+impl Incoming {
+    /// The peer's UDP address.
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        let shared = self.shared.as_ref()?;
+        let st = shared.lock();
+        st.ep.association(self.id).and_then(|a| a.remote_addr())
+    }
+
+    /// Take the association with the endpoint's configuration.
+    pub fn accept(mut self) -> Result<Association, AssociationError> {
+        let shared = self.shared.take().expect("Incoming used once");
+        let st = shared.lock();
+        let closed = st.slots.get(&self.id).and_then(|s| s.closed.clone());
+        drop(st);
+        let a = Association::new(shared, self.id, self.close_timeout);
+        match closed {
+            // Hand it out anyway when it carries messages still to read.
+            Some(e) if a.queued_messages() == 0 => Err(e),
+            _ => Ok(a),
+        }
+    }
+
+    /// Take the association and switch its thin-stream mechanisms.
+    pub fn accept_with(
+        self,
+        mechanisms: thinstream_proto::Mechanisms,
+    ) -> Result<Association, AssociationError> {
+        let a = self.accept()?;
+        a.set_mechanisms(mechanisms);
+        Ok(a)
+    }
+
+    /// Abort the association (the peer sees an ABORT with `reason`).
+    pub fn refuse(mut self, reason: &str) {
+        if let Some(shared) = self.shared.take() {
+            refuse(&shared, self.id, reason);
+        }
+    }
+}
+
+fn refuse(shared: &Arc<Shared>, id: AssociationId, reason: &str) {
+    let mut st = shared.lock();
+    let now = shared.clock.now();
+    st.ep.abort(now, id, reason);
+    if let Some(s) = st.slots.get_mut(&id) {
+        s.handles = s.handles.saturating_sub(1);
+        s.recv.clear();
+        s.recv_bytes = 0;
+        s.recv_limit = usize::MAX;
+    }
+    drop(st);
+    shared.wake.notify_one();
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            refuse(&shared, self.id, "not accepted");
+        }
+    }
+}
+
+/// Datagrams sent per turn of the loop before input is looked at again.
+const TX_PER_TURN: usize = 64;
+
+/// The endpoint task: the only place the socket is read or written.
+async fn drive(shared: Arc<Shared>, io: UdpIo) {
+    let why = match run(&shared, &io).await {
+        Ok(()) => "the endpoint was dropped".to_string(),
+        Err(e) => format!("socket error: {e}"),
+    };
+    shared.lock().fail_all(why);
+}
+
+async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
+    let clock = shared.clock;
+    let local = shared.local;
+    let mut batch = TxBatch::default();
+    let mut rx = RxBuffers::new();
+    let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
+    tokio::pin!(sleep);
+    loop {
+        // Under the lock: timers, events, outgoing datagrams.
+        let (deadline, more, stop) = {
+            let mut st = shared.lock();
+            let now = clock.now();
+            if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+                st.ep.handle_timeout(now);
+            }
+            st.drain_events(now);
+            batch.clear();
+            while batch.len() < TX_PER_TURN {
+                match st.ep.poll_transmit(now) {
+                    Some(d) => batch.push(d.dst, &d.payload),
+                    None => break,
+                }
+            }
+            let more = batch.len() == TX_PER_TURN;
+            // Nobody holds the endpoint or an association, and nothing is
+            // left to finish.
+            let stop = Arc::strong_count(shared) == 1
+                && st.slots.values().all(|s| s.handles == 0)
+                && st.ep.associations().next().is_none();
+            (st.ep.poll_timeout(), more, stop)
+        };
+        if !batch.is_empty() {
+            io.send(&batch).await?;
+        }
+        if stop {
+            return Ok(());
+        }
+        if more {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        if let Some(t) = deadline {
+            sleep.as_mut().reset(clock.to_std(t).into());
+        }
+        tokio::select! {
+            r = io.readable() => {
+                r?;
+                // Take everything queued, a batch at a time, feeding the
+                // protocol core under one lock per batch.
+                for _ in 0..16 {
+                    let mut st = shared.lock();
+                    let now = clock.now();
+                    let n = io.try_recv(&mut rx, |src, payload| {
+                        st.ep.handle_datagram(now, Datagram { src, dst: local, payload: payload.to_vec() });
+                    })?;
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+            _ = shared.wake.notified() => {}
+            _ = &mut sleep, if deadline.is_some() => {}
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        // The task stops once nothing holds the endpoint and every
+        // association has ended; let it look.
+        self.shared.wake.notify_one();
+    }
+}

@@ -1,0 +1,231 @@
+//! The state shared by the endpoint task and the application's handles.
+//!
+//! One mutex per endpoint guards the protocol core (which owns every
+//! association of the endpoint) and the per-association application queues.
+//! Handles lock it briefly to hand a message in or take one out and wake
+//! the endpoint task; the endpoint task locks it to feed datagrams and
+//! timeouts in and take datagrams and events out. No channel sits between
+//! them, so a send costs one lock and at most one wake-up.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+use std::task::Waker;
+
+use bytes::Bytes;
+use thinstream_base::drive::AppEvent;
+use thinstream_base::Instant;
+use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint};
+use tokio::sync::Notify;
+
+use crate::clock::Clock;
+use crate::error::AssociationError;
+use crate::stats::AssociationStats;
+use crate::{Event, Message};
+
+/// Most events kept for an application that never reads them.
+const MAX_EVENTS: usize = 64;
+
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    /// Wakes the endpoint task: new output may be pending.
+    pub(crate) wake: Notify,
+    pub(crate) clock: Clock,
+    pub(crate) local: std::net::SocketAddr,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock would be a bug in this crate; the
+        // state is still consistent enough to shut down, so keep going.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub(crate) struct State {
+    pub(crate) ep: ProtoEndpoint,
+    pub(crate) slots: HashMap<AssociationId, Slot>,
+    pub(crate) incoming: VecDeque<AssociationId>,
+    pub(crate) incoming_waker: Option<Waker>,
+    pub(crate) max_pending_incoming: usize,
+    pub(crate) recv_queue_default: usize,
+    /// `Endpoint::close` was called: no new associations.
+    pub(crate) closing: bool,
+    /// The endpoint task stopped; why.
+    pub(crate) gone: Option<String>,
+    pub(crate) idle_wakers: Vec<Waker>,
+}
+
+/// The application side of one association.
+pub(crate) struct Slot {
+    pub(crate) established: bool,
+    /// The application holds (or was offered) a handle.
+    pub(crate) announced: bool,
+    pub(crate) recv: VecDeque<Message>,
+    pub(crate) recv_bytes: usize,
+    pub(crate) recv_limit: usize,
+    pub(crate) recv_waker: Option<Waker>,
+    pub(crate) send_wakers: Vec<Waker>,
+    pub(crate) events: VecDeque<Event>,
+    pub(crate) event_waker: Option<Waker>,
+    pub(crate) state_wakers: Vec<Waker>,
+    pub(crate) closed: Option<AssociationError>,
+    /// Counters as they were when the association ended.
+    pub(crate) final_stats: Option<AssociationStats>,
+    /// Live handles ([`crate::Association`] clones); the last one dropped
+    /// closes the association.
+    pub(crate) handles: usize,
+}
+
+impl Slot {
+    pub(crate) fn new(recv_limit: usize) -> Slot {
+        Slot {
+            established: false,
+            announced: false,
+            recv: VecDeque::new(),
+            recv_bytes: 0,
+            recv_limit,
+            recv_waker: None,
+            send_wakers: Vec::new(),
+            events: VecDeque::new(),
+            event_waker: None,
+            state_wakers: Vec::new(),
+            closed: None,
+            final_stats: None,
+            handles: 0,
+        }
+    }
+
+    /// The application cannot take more messages now.
+    pub(crate) fn paused(&self) -> bool {
+        self.recv_bytes >= self.recv_limit
+    }
+
+    fn push_event(&mut self, e: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(e);
+        if let Some(w) = self.event_waker.take() {
+            w.wake();
+        }
+    }
+
+    fn wake_state(&mut self) {
+        for w in self.state_wakers.drain(..) {
+            w.wake();
+        }
+    }
+
+    fn wake_all(&mut self) {
+        self.wake_state();
+        for w in self.send_wakers.drain(..) {
+            w.wake();
+        }
+        if let Some(w) = self.recv_waker.take() {
+            w.wake();
+        }
+        if let Some(w) = self.event_waker.take() {
+            w.wake();
+        }
+    }
+}
+
+impl State {
+    /// Route the protocol core's application events to the slots.
+    pub(crate) fn drain_events(&mut self, now: Instant) {
+        let mut new_incoming = Vec::new();
+        let recv_default = self.recv_queue_default;
+        let State { ep, slots, .. } = self;
+        while let Some((id, ev)) =
+            ep.poll_event_unless(|id| slots.get(&id).is_some_and(|s| s.paused()))
+        {
+            let slot = slots.entry(id).or_insert_with(|| Slot::new(recv_default));
+            match ev {
+                AppEvent::Established => {
+                    slot.established = true;
+                    slot.push_event(Event::Established);
+                    slot.wake_state();
+                    if !slot.announced {
+                        new_incoming.push(id);
+                    }
+                }
+                AppEvent::Received {
+                    stream,
+                    unordered,
+                    payload,
+                } => {
+                    slot.recv_bytes += payload.len();
+                    slot.recv.push_back(Message {
+                        stream,
+                        ppid: 0,
+                        unordered,
+                        data: Bytes::from(payload),
+                    });
+                    if let Some(w) = slot.recv_waker.take() {
+                        w.wake();
+                    }
+                }
+                AppEvent::Writable => {
+                    for w in slot.send_wakers.drain(..) {
+                        w.wake();
+                    }
+                }
+                AppEvent::Closed { error } => {
+                    if let Some(a) = ep.association(id) {
+                        slot.final_stats = Some(AssociationStats::read(a, now));
+                    }
+                    let why = AssociationError::from_close(error);
+                    slot.push_event(Event::Closed(why.clone()));
+                    slot.closed = Some(why);
+                    slot.wake_all();
+                }
+            }
+        }
+        for id in new_incoming {
+            if self.closing || self.incoming.len() >= self.max_pending_incoming {
+                let reason = if self.closing {
+                    "endpoint closing"
+                } else {
+                    "too many associations waiting to be accepted"
+                };
+                self.ep.abort(now, id, reason);
+                self.slots.remove(&id);
+                continue;
+            }
+            if let Some(s) = self.slots.get_mut(&id) {
+                s.announced = true;
+                // Owned by the `Incoming` until accepted or refused.
+                s.handles += 1;
+            }
+            self.incoming.push_back(id);
+            if let Some(w) = self.incoming_waker.take() {
+                w.wake();
+            }
+        }
+        // Forget ended associations nobody holds any more.
+        self.slots
+            .retain(|_, s| !(s.closed.is_some() && s.handles == 0));
+        if self.ep.associations().next().is_none() && self.slots.is_empty() {
+            for w in self.idle_wakers.drain(..) {
+                w.wake();
+            }
+        }
+    }
+
+    /// The endpoint task ended: fail every waiter.
+    pub(crate) fn fail_all(&mut self, why: String) {
+        self.gone = Some(why.clone());
+        for slot in self.slots.values_mut() {
+            if slot.closed.is_none() {
+                slot.closed = Some(AssociationError::EndpointGone(why.clone()));
+            }
+            slot.wake_all();
+        }
+        if let Some(w) = self.incoming_waker.take() {
+            w.wake();
+        }
+        for w in self.idle_wakers.drain(..) {
+            w.wake();
+        }
+    }
+}
