@@ -121,6 +121,10 @@ impl Duration {
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
+    /// The same length as a `std::time::Duration`.
+    pub const fn to_std(self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.0)
+    }
     pub const fn as_micros(self) -> u64 {
         self.0 / 1_000
     }

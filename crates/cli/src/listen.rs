@@ -3,9 +3,11 @@
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use thinstream_base::Seed;
-use thinstream_net::{Clock, Mode, PeerReport, Server, ServerEvent};
-use thinstream_proto::{Config, Endpoint};
+use thinstream::TransportConfig as Config;
+use thinstream::{
+    Association, AssociationConfig, AssociationError, Endpoint, EndpointConfig, Event, SendError,
+    SendOptions,
+};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
@@ -29,74 +31,145 @@ pub(crate) struct Args {
     json: Option<std::path::PathBuf>,
     /// Transport configuration: a preset plus mechanism tokens, e.g. `rfc`,
     /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
-    #[arg(long, alias = "mech", default_value = "rfc", value_parser = crate::util::parse_preset)]
+    #[arg(long, alias = "mech", default_value = "production", value_parser = crate::util::parse_preset)]
     preset: Config,
-    /// Seed for verification tags, initial TSNs and the cookie secret
-    /// (default: from the OS clock).
-    #[arg(long)]
-    seed: Option<u64>,
+    /// TESTING ONLY: derive verification tags, initial TSNs and the cookie
+    /// secret from this seed instead of the OS random source (predictable
+    /// tags let an off-path attacker inject packets).
+    #[arg(long, hide_short_help = true)]
+    testing_fixed_seed: Option<u64>,
     /// Print each association as it starts and ends.
     #[arg(long, short)]
     verbose: bool,
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     rt.block_on(run(args))
 }
 
+/// Counters of one association as the listener saw it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+struct PeerReport {
+    peer: String,
+    messages: u64,
+    bytes: u64,
+    echoed: u64,
+    /// Times the peer restarted the association (RFC 9260 §5.2.4).
+    restarts: u64,
+    /// `None` for a graceful end, the reason otherwise.
+    error: Option<String>,
+}
+
+async fn serve(a: Association, echo: bool, id: u64, verbose: bool) -> PeerReport {
+    let mut r = PeerReport {
+        peer: a.remote_addr().map(|p| p.to_string()).unwrap_or_default(),
+        ..PeerReport::default()
+    };
+    if verbose {
+        eprintln!("assoc{id}: established with {}", r.peer);
+    }
+    let events = a.clone();
+    let restarts = tokio::spawn(async move {
+        let mut n = 0u64;
+        while let Some(e) = events.event().await {
+            if e == Event::PeerRestarted {
+                eprintln!("assoc{id}: the peer restarted the association");
+                n += 1;
+            }
+        }
+        n
+    });
+    let end = loop {
+        match a.recv().await {
+            Ok(m) => {
+                r.messages += 1;
+                r.bytes += m.data.len() as u64;
+                if echo {
+                    let opts = SendOptions {
+                        unordered: m.unordered,
+                        ppid: m.ppid,
+                        ..SendOptions::default()
+                    };
+                    match a.send(m.stream, m.data, opts).await {
+                        Ok(()) => r.echoed += 1,
+                        Err(SendError::Closed(e)) => break e,
+                        // The peer sees the echo missing.
+                        Err(_) => {}
+                    }
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    r.restarts = restarts.await.unwrap_or(0);
+    if end != AssociationError::Closed {
+        r.error = Some(end.to_string());
+    }
+    r
+}
+
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let socket = tokio::net::UdpSocket::bind(args.bind)
-        .await
-        .with_context(|| format!("cannot bind UDP {}", args.bind))?;
-    let local = socket.local_addr()?;
-    let mode = if args.discard {
-        Mode::Discard
-    } else {
-        Mode::Echo
-    };
-    let config = Config {
-        local_port: args.sctp_port,
-        ..args.preset.clone()
-    };
-    let seed = Seed(args.seed.unwrap_or_else(crate::send::seed_from_clock));
-    let server = Server::new(Endpoint::new(config, local, seed, true), mode);
-    let mut handle = thinstream_net::spawn(socket, server, Clock::new(), false)?;
+    let mut transport = args.preset.clone();
+    transport.local_port = args.sctp_port;
+    let mut config = EndpointConfig::server();
+    config.association(AssociationConfig::from_transport(transport));
+    if let Some(seed) = args.testing_fixed_seed {
+        config.testing_fixed_seed(seed);
+    }
+    let endpoint = Endpoint::bind(args.bind, config)?;
+    let local = endpoint.local_addr();
+    let echo = !args.discard;
     eprintln!(
         "listening on udp {local} ({}), sctp port {}",
-        if mode == Mode::Echo {
-            "echo"
-        } else {
-            "discard"
-        },
+        if echo { "echo" } else { "discard" },
         args.sctp_port
     );
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<(u64, PeerReport)>(64);
+    let mut open: std::collections::BTreeMap<u64, Association> = Default::default();
     let mut ended: Vec<PeerReport> = Vec::new();
+    let mut next_id = 0u64;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     loop {
         tokio::select! {
-            ev = handle.next_event() => match ev {
-                Some((_, ServerEvent::Established(id, peer))) => {
-                    if args.verbose { eprintln!("{id}: established with {peer}"); }
-                }
-                Some((_, ServerEvent::Ended(id, report))) => {
-                    eprintln!(
-                        "{id}: ended ({}): {} messages, {} bytes received, {} echoed",
-                        report.error.as_deref().unwrap_or("graceful"),
-                        report.messages, report.bytes, report.echoed
-                    );
-                    ended.push(report);
-                    if args.once { break; }
-                }
-                None => anyhow::bail!("the listener's driver stopped unexpectedly"),
-            },
+            inc = endpoint.accept() => {
+                let Some(inc) = inc else { anyhow::bail!("the listener's endpoint stopped unexpectedly") };
+                let Ok(a) = inc.accept() else { continue };
+                let id = next_id;
+                next_id += 1;
+                open.insert(id, a.clone());
+                let tx = done_tx.clone();
+                let verbose = args.verbose;
+                tokio::spawn(async move {
+                    let r = serve(a, echo, id, verbose).await;
+                    let _ = tx.send((id, r)).await;
+                });
+            }
+            Some((id, report)) = done_rx.recv() => {
+                open.remove(&id);
+                eprintln!(
+                    "assoc{id}: ended ({}): {} messages, {} bytes received, {} echoed",
+                    report.error.as_deref().unwrap_or("graceful"),
+                    report.messages, report.bytes, report.echoed
+                );
+                ended.push(report);
+                if args.once { break; }
+            }
             _ = &mut ctrl_c => {
-                let open = handle.call(|s: &mut Server, _| s.open_reports()).await.unwrap_or_default();
-                ended.extend(open);
+                for a in open.values() {
+                    let s = a.stats();
+                    ended.push(PeerReport {
+                        peer: a.remote_addr().map(|p| p.to_string()).unwrap_or_default(),
+                        messages: s.messages_received,
+                        bytes: s.bytes_delivered,
+                        ..PeerReport::default()
+                    });
+                }
                 break;
             }
         }

@@ -6,15 +6,16 @@ use anyhow::Context;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
-use thinstream_base::trace::Record;
-use thinstream_base::{Duration, Instant, Seed};
+use thinstream::trace::Record;
+use thinstream::TransportConfig as Config;
+use thinstream::{
+    AssociationConfig, AssociationError, Endpoint, EndpointConfig, SendError, SendOptions,
+};
+use thinstream_base::{Duration, Seed};
 use thinstream_metrics::{
     AnalysisOptions, DuplicateReport, FlowAnalysis, FlowInput, LatencyKind, LatencyStats,
     OwdCorrection,
 };
-use thinstream_net::{Clock, Handle};
-use thinstream_proto::{Association, Config};
 
 use crate::util::{parse_duration, parse_size, SizeSpec};
 
@@ -62,11 +63,16 @@ pub(crate) struct Args {
     connect_timeout: Duration,
     /// Transport configuration: a preset plus mechanism tokens, e.g. `rfc`,
     /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
-    #[arg(long, alias = "mech", default_value = "rfc", value_parser = crate::util::parse_preset)]
+    #[arg(long, alias = "mech", default_value = "production", value_parser = crate::util::parse_preset)]
     preset: Config,
-    /// Seed for sizes, tags and initial TSN (default: from the OS clock).
+    /// Seed for the message sizes (default: from the OS clock).
     #[arg(long)]
     seed: Option<u64>,
+    /// TESTING ONLY: derive verification tags, initial TSNs and the cookie
+    /// secret from this seed instead of the OS random source (predictable
+    /// tags let an off-path attacker inject packets).
+    #[arg(long, hide_short_help = true)]
+    testing_fixed_seed: Option<u64>,
     /// Print nothing but errors (the JSON file still gets the report).
     #[arg(long, short)]
     quiet: bool,
@@ -211,28 +217,19 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             "127.0.0.1:0".parse().expect("valid literal")
         }
     });
-    let socket = tokio::net::UdpSocket::bind(bind)
-        .await
-        .with_context(|| format!("cannot bind UDP {bind}"))?;
-    let local = socket.local_addr()?;
+    let mut ep_config = EndpointConfig::client();
+    if let Some(seed) = args.testing_fixed_seed {
+        ep_config.testing_fixed_seed(seed);
+    }
+    let endpoint = Endpoint::bind(bind, ep_config)?;
     let seed = Seed(args.seed.unwrap_or_else(seed_from_clock));
     let mut sizes = seed.derive("cli.send.sizes").rng();
-    let config = Config {
-        local_port: args.local_sctp_port,
-        remote_port: args.sctp_port,
-        max_message_size: args.size.max.max(args.preset.max_message_size),
-        trace: true,
-        ..args.preset.clone()
-    };
-    let clock = Clock::new();
-    let assoc = Association::connect(
-        config,
-        clock.now(),
-        local,
-        args.to,
-        seed.derive("association"),
-    );
-    let mut handle = thinstream_net::spawn(socket, assoc, clock, true)?;
+    let mut transport = args.preset.clone();
+    transport.local_port = args.local_sctp_port;
+    transport.remote_port = args.sctp_port;
+    transport.max_message_size = args.size.max.max(transport.max_message_size);
+    let mut config = AssociationConfig::from_transport(transport);
+    config.trace(true);
 
     let mut report = Report {
         to: args.to.to_string(),
@@ -244,69 +241,58 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         },
         ..Report::default()
     };
-    let mut records: Vec<Record> = Vec::new();
 
-    // Wait for the association.
-    let deadline = clock.now() + args.connect_timeout;
-    loop {
-        let ev = tokio::time::timeout_at(clock.to_std(deadline).into(), handle.next_event()).await;
-        match ev {
-            Ok(Some((_, AppEvent::Established))) => break,
-            Ok(Some((_, AppEvent::Closed { error }))) => {
-                report.association_error = Some(error.unwrap_or_else(|| "closed".into()));
-                report.lost = args.count;
-                return Ok(report);
-            }
-            Ok(Some(_)) => {}
-            Ok(None) => anyhow::bail!("the association's driver stopped"),
-            Err(_) => {
-                report.association_error = Some(format!(
-                    "no association with {} within {}",
-                    args.to, args.connect_timeout
-                ));
-                report.lost = args.count;
-                return Ok(report);
-            }
+    let connect = tokio::time::timeout(
+        args.connect_timeout.to_std(),
+        endpoint.connect(args.to, config.clone()),
+    )
+    .await;
+    let a = match connect {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => {
+            report.association_error = Some(e.to_string());
+            report.lost = args.count;
+            return Ok(report);
         }
-    }
+        Err(_) => {
+            report.association_error = Some(format!(
+                "no association with {} within {}",
+                args.to, args.connect_timeout
+            ));
+            report.lost = args.count;
+            return Ok(report);
+        }
+    };
 
-    let start = clock.now();
+    let start = std::time::Instant::now();
+    let linger = args.linger.to_std();
     // Outstanding echoes by content, oldest first; per-stream order check.
-    let mut waiting: HashMap<Vec<u8>, VecDeque<(u64, Instant)>> = HashMap::new();
+    let mut waiting: HashMap<Vec<u8>, VecDeque<(u64, std::time::Instant)>> = HashMap::new();
     let mut next_echo_per_stream: BTreeMap<u16, u64> = BTreeMap::new();
     let mut rtts: Vec<Duration> = Vec::new();
     let mut echoed = 0u64;
     let mut next = 0u64;
-    let mut blocked = false;
-    let mut closed_error: Option<Option<String>> = None;
+    let mut closed_error: Option<AssociationError> = None;
     let mut last_send = start;
 
-    let all_done = |next: u64, echoed: u64, corrupted: u64| -> bool {
-        next == args.count && (!args.expect_echo || echoed + corrupted >= args.count)
-    };
-
     loop {
-        if closed_error.is_some() || all_done(next, echoed, report.corrupted) {
+        let sending = next < args.count;
+        if !sending && (!args.expect_echo || echoed + report.corrupted >= args.count) {
             break;
         }
-        let due = start + args.interval * next;
-        let give_up = last_send + args.linger;
-        let wake = if next < args.count && !blocked {
-            due
-        } else {
-            give_up
-        };
+        let due = start + args.interval.saturating_mul(next).to_std();
+        let give_up = last_send + linger;
         tokio::select! {
-            ev = handle.next_event() => match ev {
-                Some((at, AppEvent::Received { stream, payload, .. })) => {
-                    if !args.expect_echo { continue; }
-                    match waiting.get_mut(&payload).and_then(|q| q.pop_front()) {
+            r = a.recv(), if args.expect_echo => match r {
+                Ok(m) => {
+                    let at = std::time::Instant::now();
+                    match waiting.get_mut(&m.data[..]).and_then(|q| q.pop_front()) {
                         Some((index, sent_at)) => {
                             echoed += 1;
-                            rtts.push(at.saturating_duration_since(sent_at));
+                            rtts.push(Duration::from_nanos((at - sent_at).as_nanos() as u64));
                             if !args.unordered {
                                 // Within one ordered stream echoes come back in send order.
-                                let expect = next_echo_per_stream.entry(stream).or_insert(0);
+                                let expect = next_echo_per_stream.entry(m.stream).or_insert(0);
                                 if index < *expect { report.out_of_order += 1; }
                                 *expect = (*expect).max(index + 1);
                             }
@@ -314,88 +300,69 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                         None => report.corrupted += 1,
                     }
                 }
-                Some((_, AppEvent::Writable)) => blocked = false,
-                Some((_, AppEvent::Closed { error })) => closed_error = Some(error),
-                Some((_, AppEvent::Established)) => {}
-                None => closed_error = Some(Some("the association's driver stopped".into())),
+                Err(e) => { closed_error = Some(e); break; }
             },
-            _ = tokio::time::sleep_until(clock.to_std(wake).into()) => {
-                if next < args.count && !blocked {
-                    let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
-                    let body = payload(next, size);
-                    let stream = (next % u64::from(args.streams)) as u16;
-                    let unordered = args.unordered;
-                    let b2 = body.clone();
-                    let r = handle
-                        .call(move |a: &mut Association, now| {
-                            (now, a.send(now, Outgoing { stream, unordered, payload: &b2 }))
-                        })
-                        .await?;
-                    match r {
-                        (now, Ok(_)) => {
-                            report.sent += 1;
-                            report.bytes_sent += size as u64;
-                            if args.expect_echo {
-                                waiting.entry(body).or_default().push_back((next, now));
-                            }
-                            next += 1;
-                            last_send = now;
+            e = a.closed(), if !args.expect_echo => { closed_error = Some(e); break; }
+            _ = tokio::time::sleep_until(due.into()), if sending => {
+                let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
+                let body = payload(next, size);
+                let stream = (next % u64::from(args.streams)) as u16;
+                let options = SendOptions { unordered: args.unordered, ..SendOptions::default() };
+                // Waits while the send buffer is full.
+                match a.send(stream, &body, options).await {
+                    Ok(()) => {
+                        let now = std::time::Instant::now();
+                        report.sent += 1;
+                        report.bytes_sent += size as u64;
+                        if args.expect_echo {
+                            waiting.entry(body).or_default().push_back((next, now));
                         }
-                        (_, Err(SendError::BufferFull)) => blocked = true,
-                        (_, Err(e)) => anyhow::bail!("cannot send message {next}: {e}"),
+                        next += 1;
+                        last_send = now;
                     }
-                } else if clock.now() >= give_up {
-                    break;
+                    Err(SendError::Closed(e)) => { closed_error = Some(e); break; }
+                    Err(e) => anyhow::bail!("cannot send message {next}: {e}"),
                 }
             }
+            _ = tokio::time::sleep_until(give_up.into()), if !sending => break,
         }
-        drain_traces(&mut handle, &mut records);
     }
 
-    // Wait (within the linger time) until everything is acknowledged, then
-    // close gracefully.
+    // Within what is left of the linger time: wait until everything is
+    // acknowledged, then close gracefully (aborting if the time runs out).
     if closed_error.is_none() {
-        let give_up = clock.now() + args.linger;
+        let give_up = last_send + linger;
         loop {
-            let idle = handle
-                .call(|a: &mut Association, _| a.buffered_send_bytes() == 0 && a.flight_size() == 0)
-                .await
-                .unwrap_or(true);
-            if idle || clock.now() >= give_up {
+            let s = a.stats();
+            if s.buffered_send_bytes == 0 && s.flight_bytes == 0 {
+                break;
+            }
+            if std::time::Instant::now() >= give_up {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
-        let _ = handle
-            .call(|a: &mut Association, now| Transport::close(a, now))
-            .await;
-        let close_deadline = clock.now() + Duration::from_secs(5);
-        loop {
-            let ev =
-                tokio::time::timeout_at(clock.to_std(close_deadline).into(), handle.next_event())
-                    .await;
-            match ev {
-                Ok(Some((_, AppEvent::Closed { error }))) => {
-                    closed_error = Some(error);
-                    break;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
+        let left = give_up
+            .saturating_duration_since(std::time::Instant::now())
+            .max(std::time::Duration::from_millis(200));
+        closed_error = Some(match tokio::time::timeout(left, a.close()).await {
+            Ok(e) => e,
+            Err(_) => {
+                a.abort("linger time over");
+                a.closed().await
             }
+        });
+    }
+    report.elapsed_s = start.elapsed().as_secs_f64();
+    if let Some(e) = closed_error {
+        if e != AssociationError::Closed {
+            report.association_error = Some(e.to_string());
         }
     }
-    let stats = handle
-        .call(|a: &mut Association, _| a.stats().clone())
-        .await
-        .ok();
-    drain_traces(&mut handle, &mut records);
-    report.elapsed_s = clock.now().saturating_duration_since(start).as_secs_f64();
-    if let Some(Some(e)) = closed_error {
-        report.association_error = Some(e);
-    }
-    if let Some(s) = stats {
-        report.retransmissions = s.retransmitted_chunks();
-    }
+    // Read after the end: the counters are those of the association's end.
+    let stats = a.stats();
+    report.retransmissions = stats.retransmitted_chunks();
+    let records = a.take_trace();
 
     // Acknowledged messages and ACK latency, from the trace records; the
     // peer's duplicate-TSN reports estimate which retransmissions were
@@ -440,14 +407,6 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             .map(Into::into);
     }
     Ok(report)
-}
-
-fn drain_traces(handle: &mut Handle<Association>, out: &mut Vec<Record>) {
-    if let Some(rx) = handle.traces() {
-        while let Ok(r) = rx.try_recv() {
-            out.push(r);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -345,6 +345,19 @@ impl Association {
             .unwrap_or_default()
     }
 
+    /// Take the trace records collected so far (only with
+    /// [`crate::AssociationConfig::trace`] on): every packet, chunk,
+    /// retransmission, RTT sample and state change, with its time on the
+    /// endpoint's clock. At most about four million records are kept;
+    /// take them regularly on long runs.
+    pub fn take_trace(&self) -> Vec<crate::trace::Record> {
+        let mut st = self.shared().lock();
+        st.slots
+            .get_mut(&self.inner.id)
+            .map(|s| s.trace.drain(..).collect())
+            .unwrap_or_default()
+    }
+
     /// The thin-stream mechanisms in use.
     pub fn mechanisms(&self) -> Option<Mechanisms> {
         let st = self.shared().lock();

@@ -111,6 +111,14 @@ impl AssociationConfig {
         self
     }
 
+    /// Record a trace of every protocol event, read with
+    /// [`crate::Association::take_trace`]. Off by default (it costs memory
+    /// and time).
+    pub fn trace(&mut self, on: bool) -> &mut Self {
+        self.transport.trace = on;
+        self
+    }
+
     /// How long [`crate::Association::close`] waits for the graceful
     /// shutdown before it aborts. Default 10 s.
     pub fn close_timeout(&mut self, t: Duration) -> &mut Self {

@@ -102,6 +102,7 @@ impl Endpoint {
                 closing: false,
                 gone: None,
                 idle_wakers: Vec::new(),
+                tracing: config.association.transport.trace,
             }),
             wake: tokio::sync::Notify::new(),
             clock: Clock::new(),
@@ -140,6 +141,7 @@ impl Endpoint {
             }
             let now = self.shared.clock.now();
             let id = st.ep.connect_with(now, peer, config.transport.clone());
+            st.tracing |= config.transport.trace;
             let mut slot = Slot::new(config.recv_queue_bytes);
             slot.announced = true;
             slot.handles = 1;

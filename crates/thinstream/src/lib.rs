@@ -67,6 +67,12 @@ mod state;
 mod stats;
 mod udp;
 
+/// Trace records ([`Association::take_trace`]) and the time types they use.
+pub mod trace {
+    pub use thinstream_base::trace::*;
+    pub use thinstream_base::{Duration, Instant};
+}
+
 pub use association::{Association, Event, Message, SendOptions};
 pub use bytes::Bytes;
 pub use config::{AssociationConfig, EndpointConfig};

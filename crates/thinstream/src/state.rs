@@ -53,7 +53,13 @@ pub(crate) struct State {
     /// The endpoint task stopped; why.
     pub(crate) gone: Option<String>,
     pub(crate) idle_wakers: Vec<Waker>,
+    /// Some association records a trace: drain the core's trace queue.
+    pub(crate) tracing: bool,
 }
+
+/// Most trace records kept per association for an application that does
+/// not take them (the oldest are dropped beyond this).
+pub(crate) const MAX_TRACE: usize = 1 << 22;
 
 /// The application side of one association.
 pub(crate) struct Slot {
@@ -71,6 +77,8 @@ pub(crate) struct Slot {
     pub(crate) closed: Option<AssociationError>,
     /// Counters as they were when the association ended.
     pub(crate) final_stats: Option<AssociationStats>,
+    pub(crate) trace: VecDeque<thinstream_base::trace::Record>,
+    pub(crate) trace_dropped: u64,
     /// Live handles ([`crate::Association`] clones); the last one dropped
     /// closes the association.
     pub(crate) handles: usize,
@@ -91,6 +99,8 @@ impl Slot {
             state_wakers: Vec::new(),
             closed: None,
             final_stats: None,
+            trace: VecDeque::new(),
+            trace_dropped: 0,
             handles: 0,
         }
     }
@@ -178,6 +188,17 @@ impl State {
                     slot.push_event(Event::Closed(why.clone()));
                     slot.closed = Some(why);
                     slot.wake_all();
+                }
+            }
+        }
+        if self.tracing {
+            while let Some((id, r)) = self.ep.poll_trace() {
+                if let Some(slot) = id.and_then(|id| self.slots.get_mut(&id)) {
+                    if slot.trace.len() >= MAX_TRACE {
+                        slot.trace.pop_front();
+                        slot.trace_dropped += 1;
+                    }
+                    slot.trace.push_back(r);
                 }
             }
         }
