@@ -37,7 +37,7 @@ impl AssociationError {
             AssociationError::LocallyAborted(r.to_string())
         } else if let Some(r) = e.strip_prefix("aborted by peer: ") {
             AssociationError::PeerAborted(r.to_string())
-        } else if e.contains("retransmi") || e.contains("unreachable") {
+        } else if e.to_ascii_lowercase().contains("retransmi") || e.contains("unreachable") {
             AssociationError::TimedOut(e)
         } else {
             AssociationError::Failed(e)

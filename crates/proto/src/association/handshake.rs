@@ -251,7 +251,25 @@ fn cause_names(causes: &[ErrorCause]) -> String {
     }
     causes
         .iter()
-        .map(|c| c.name())
+        .map(|c| {
+            // User-Initiated Abort and Protocol Violation carry text from
+            // the peer: show it, printable characters only and bounded.
+            let texty = matches!(
+                c.code,
+                crate::wire::cause_code::USER_INITIATED_ABORT
+                    | crate::wire::cause_code::PROTOCOL_VIOLATION
+            );
+            if texty && !c.info.is_empty() {
+                let text: String = String::from_utf8_lossy(&c.info)
+                    .chars()
+                    .filter(|ch| !ch.is_control())
+                    .take(200)
+                    .collect();
+                format!("{} ({text})", c.name())
+            } else {
+                c.name().to_string()
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

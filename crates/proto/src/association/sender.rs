@@ -769,7 +769,7 @@ impl Association {
         if self.error_count > self.config.association_max_retrans {
             self.enter_closed(
                 now,
-                Some("association failed: too many retransmissions".into()),
+                Some("too many retransmissions: Association.Max.Retrans exceeded".into()),
             );
             return;
         }
