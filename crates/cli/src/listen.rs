@@ -44,8 +44,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the endpoint task and the per-association tasks hand
+    // work to each other without waking another thread (lower latency;
+    // one endpoint task is one core at most anyway).
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;

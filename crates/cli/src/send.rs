@@ -73,6 +73,14 @@ pub(crate) struct Args {
     /// tags let an off-path attacker inject packets).
     #[arg(long, hide_short_help = true)]
     testing_fixed_seed: Option<u64>,
+    /// Bulk mode: send back to back (ignores --interval) without tracing,
+    /// and report goodput, the longest stall and CPU time instead of
+    /// per-message latency. With --duration, stop sending after that time.
+    #[arg(long)]
+    bulk: bool,
+    /// Stop sending after this time even if --count is not reached.
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
     /// Print nothing but errors (the JSON file still gets the report).
     #[arg(long, short)]
     quiet: bool,
@@ -122,6 +130,30 @@ struct Report {
     /// spurious ones).
     spurious_estimate: Option<u64>,
     elapsed_s: f64,
+    /// Bulk mode: payload bytes over the time from the first send to the
+    /// last acknowledgement, in Mbit/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goodput_mbps: Option<f64>,
+    /// Bulk mode: the longest wait between two consecutive sends returning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_send_gap_ms: Option<f64>,
+    /// Bulk mode: CPU time of this process (user + system) per message sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu_us_per_message: Option<f64>,
+    /// The association's counters at its end.
+    stats: Option<thinstream::AssociationStats>,
+}
+
+/// CPU time (user + system) this process has used, from /proc (Linux).
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    // Clock ticks: 100 per second on every Linux configuration we run on.
+    Some((utime + stime) / 100.0)
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -203,6 +235,13 @@ fn print_report(r: &Report) {
             r.latency, l.min, l.mean, l.p50, l.p90, l.p99, l.max
         );
     }
+    if let (Some(g), Some(gap)) = (r.goodput_mbps, r.max_send_gap_ms) {
+        println!(
+            "goodput {g:.1} Mbit/s, longest send stall {gap:.1} ms, CPU {} us/message",
+            r.cpu_us_per_message
+                .map_or("?".to_string(), |c| format!("{c:.2}"))
+        );
+    }
     println!(
         "retransmissions {}, elapsed {:.3}s",
         r.retransmissions, r.elapsed_s
@@ -229,7 +268,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     transport.remote_port = args.sctp_port;
     transport.max_message_size = args.size.max.max(transport.max_message_size);
     let mut config = AssociationConfig::from_transport(transport);
-    config.trace(true);
+    config.trace(!args.bulk);
 
     let mut report = Report {
         to: args.to.to_string(),
@@ -264,6 +303,9 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         }
     };
 
+    if args.bulk {
+        return run_bulk(args, a, report).await;
+    }
     let start = std::time::Instant::now();
     let linger = args.linger.to_std();
     // Outstanding echoes by content, oldest first; per-stream order check.
@@ -276,7 +318,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let mut last_send = start;
 
     loop {
-        let sending = next < args.count;
+        let sending =
+            next < args.count && args.duration.is_none_or(|d| start.elapsed() < d.to_std());
         if !sending && (!args.expect_echo || echoed + report.corrupted >= args.count) {
             break;
         }
@@ -362,6 +405,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     // Read after the end: the counters are those of the association's end.
     let stats = a.stats();
     report.retransmissions = stats.retransmitted_chunks();
+    report.stats = Some(stats);
     let records = a.take_trace();
 
     // Acknowledged messages and ACK latency, from the trace records; the
@@ -406,6 +450,95 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             .latency_stats(LatencyKind::AckFromSend)
             .map(Into::into);
     }
+    Ok(report)
+}
+
+/// Back-to-back sending without tracing: goodput, stalls, CPU.
+async fn run_bulk(
+    args: &Args,
+    a: thinstream::Association,
+    mut report: Report,
+) -> anyhow::Result<Report> {
+    let cpu0 = process_cpu_s();
+    let start = std::time::Instant::now();
+    let stop = args.duration.map(|d| start + d.to_std());
+    let body = payload(0, args.size.max);
+    let mut last = start;
+    let mut max_gap = std::time::Duration::ZERO;
+    let mut closed_error = None;
+    for i in 0..args.count {
+        if stop.is_some_and(|t| last >= t) {
+            break;
+        }
+        let stream = (i % u64::from(args.streams)) as u16;
+        let options = SendOptions {
+            unordered: args.unordered,
+            ..SendOptions::default()
+        };
+        match a.send(stream, &body, options).await {
+            Ok(()) => {
+                let now = std::time::Instant::now();
+                max_gap = max_gap.max(now - last);
+                last = now;
+                report.sent += 1;
+                report.bytes_sent += body.len() as u64;
+            }
+            Err(SendError::Closed(e)) => {
+                closed_error = Some(e);
+                break;
+            }
+            Err(e) => anyhow::bail!("cannot send message {i}: {e}"),
+        }
+    }
+    report.messages = report.sent;
+    // Everything acknowledged: the goodput's end.
+    let give_up = last + args.linger.to_std();
+    let mut acked_at = None;
+    while closed_error.is_none() && std::time::Instant::now() < give_up {
+        let s = a.stats();
+        if s.buffered_send_bytes == 0 && s.flight_bytes == 0 {
+            acked_at = Some(std::time::Instant::now());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let cpu1 = process_cpu_s();
+    if closed_error.is_none() {
+        closed_error = Some(
+            match tokio::time::timeout(std::time::Duration::from_secs(5), a.close()).await {
+                Ok(e) => e,
+                Err(_) => {
+                    a.abort("close timed out");
+                    a.closed().await
+                }
+            },
+        );
+    }
+    if let Some(e) = closed_error {
+        if e != AssociationError::Closed {
+            report.association_error = Some(e.to_string());
+        }
+    }
+    let stats = a.stats();
+    report.retransmissions = stats.retransmitted_chunks();
+    report.spurious_estimate = Some(stats.spurious_estimate);
+    report.elapsed_s = start.elapsed().as_secs_f64();
+    report.latency = "none (bulk)";
+    match acked_at {
+        Some(t) => {
+            report.acked = report.sent;
+            let secs = (t - start).as_secs_f64();
+            report.goodput_mbps = Some(report.bytes_sent as f64 * 8.0 / secs / 1e6);
+        }
+        None => report.lost = report.sent,
+    }
+    report.max_send_gap_ms = Some(max_gap.as_secs_f64() * 1e3);
+    if let (Some(c0), Some(c1)) = (cpu0, cpu1) {
+        if report.sent > 0 {
+            report.cpu_us_per_message = Some((c1 - c0) * 1e6 / report.sent as f64);
+        }
+    }
+    report.stats = Some(stats);
     Ok(report)
 }
 
