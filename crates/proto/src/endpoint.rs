@@ -53,8 +53,10 @@ pub struct Endpoint {
     accept: bool,
     assocs: BTreeMap<AssociationId, Association>,
     by_tag: BTreeMap<(SocketAddr, u32), AssociationId>,
-    by_addr: BTreeMap<SocketAddr, AssociationId>,
-    keys: BTreeMap<AssociationId, (SocketAddr, u32)>,
+    /// (peer address, peer SCTP port, our SCTP port): one association per
+    /// pair of SCTP transport addresses (RFC 9260 §1.4, §5.2).
+    by_addr: BTreeMap<(SocketAddr, u16, u16), AssociationId>,
+    keys: BTreeMap<AssociationId, (SocketAddr, u32, u16, u16)>,
     out: VecDeque<Datagram>,
     trace: VecDeque<Record>,
     stats: Stats,
@@ -163,6 +165,17 @@ impl Endpoint {
         }
         s
     }
+    /// Whether an association with this peer address and these SCTP ports
+    /// exists (a second one would be the same association, RFC 9260 §1.4).
+    pub fn has_association_with(
+        &self,
+        remote: SocketAddr,
+        peer_port: u16,
+        local_port: u16,
+    ) -> bool {
+        self.by_addr.contains_key(&(remote, peer_port, local_port))
+    }
+
     /// Live associations, in id order.
     pub fn associations(&self) -> impl Iterator<Item = AssociationId> + '_ {
         self.assocs.keys().copied()
@@ -250,19 +263,22 @@ impl Endpoint {
     }
 
     fn reindex(&mut self, id: AssociationId) {
-        if let Some((addr, tag)) = self.keys.remove(&id) {
+        if let Some((addr, tag, peer_port, local_port)) = self.keys.remove(&id) {
             self.by_tag.remove(&(addr, tag));
-            if self.by_addr.get(&addr) == Some(&id) {
-                self.by_addr.remove(&addr);
+            let k = (addr, peer_port, local_port);
+            if self.by_addr.get(&k) == Some(&id) {
+                self.by_addr.remove(&k);
             }
         }
         let Some(a) = self.assocs.get(&id) else {
             return;
         };
         if let Some(addr) = a.remote_addr() {
+            let (peer_port, local_port) = (a.peer_port(), a.config().local_port);
             self.by_tag.insert((addr, a.local_tag()), id);
-            self.by_addr.insert(addr, id);
-            self.keys.insert(id, (addr, a.local_tag()));
+            self.by_addr.insert((addr, peer_port, local_port), id);
+            self.keys
+                .insert(id, (addr, a.local_tag(), peer_port, local_port));
         }
     }
 
@@ -378,7 +394,7 @@ impl Endpoint {
             _ => false,
         };
         if by_addr {
-            self.by_addr.get(&src).copied()
+            self.by_addr.get(&(src, p.src_port, p.dst_port)).copied()
         } else {
             None
         }

@@ -139,6 +139,15 @@ impl Endpoint {
             if st.closing || st.gone.is_some() {
                 return Err(ConnectError::EndpointClosed);
             }
+            let (local_port, remote_port) =
+                (config.transport.local_port, config.transport.remote_port);
+            if st.ep.has_association_with(peer, remote_port, local_port) {
+                return Err(ConnectError::AlreadyConnected {
+                    peer,
+                    local_port,
+                    remote_port,
+                });
+            }
             let now = self.shared.clock.now();
             let id = st.ep.connect_with(now, peer, config.transport.clone());
             st.tracing |= config.transport.trace;

@@ -54,6 +54,17 @@ pub enum ConnectError {
     /// The association could not be set up.
     #[error("association setup failed: {0}")]
     Setup(AssociationError),
+    /// This endpoint already has an association with the peer on these
+    /// SCTP ports; a second association needs another local SCTP port
+    /// ([`crate::AssociationConfig::sctp_ports`]).
+    #[error(
+        "an association with {peer} on SCTP ports {local_port} -> {remote_port} exists already"
+    )]
+    AlreadyConnected {
+        peer: std::net::SocketAddr,
+        local_port: u16,
+        remote_port: u16,
+    },
     /// An IPv4 endpoint cannot reach an IPv6 peer and vice versa.
     #[error("address family mismatch: endpoint bound to {local}, peer {peer}")]
     AddressFamily {

@@ -310,6 +310,10 @@ impl Association {
         self.local_tag
     }
     /// The peer's verification tag.
+    /// The peer's SCTP port.
+    pub fn peer_port(&self) -> u16 {
+        self.peer_port
+    }
     pub fn peer_tag(&self) -> u32 {
         self.peer_tag
     }
