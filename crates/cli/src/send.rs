@@ -316,7 +316,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 }
                 Some((_, AppEvent::Writable)) => blocked = false,
                 Some((_, AppEvent::Closed { error })) => closed_error = Some(error),
-                Some((_, AppEvent::Established)) => {}
+                Some((_, AppEvent::Established | AppEvent::PeerRestarted)) => {}
                 None => closed_error = Some(Some("the association's driver stopped".into())),
             },
             _ = tokio::time::sleep_until(clock.to_std(wake).into()) => {

@@ -119,6 +119,7 @@ impl Server {
                     stream,
                     unordered,
                     payload,
+                    ..
                 } => {
                     let p = self.peers.entry(id).or_default();
                     p.messages += 1;
@@ -132,6 +133,7 @@ impl Server {
                     }
                 }
                 AppEvent::Writable => self.flush_backlog(now, id),
+                AppEvent::PeerRestarted => {}
                 AppEvent::Closed { error } => {
                     let mut p = self.peers.remove(&id).unwrap_or_default();
                     p.error = error;

@@ -10,7 +10,9 @@ use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
 use thinstream_base::trace::Record;
 use thinstream_base::{Datagram, Instant, Rng, Seed};
 
-use crate::association::{answer_init_statelessly, ootb_response, Association, State};
+use crate::association::{
+    answer_init_statelessly, ootb_response, Association, SendParams, State,
+};
 use crate::config::Config;
 use crate::cookie::CookieKey;
 use crate::trace::Stats;
@@ -28,8 +30,12 @@ impl fmt::Display for AssociationId {
 
 /// One local address serving any number of peers.
 ///
-/// Incoming packets are routed by (source address, verification tag); INIT,
-/// COOKIE ECHO and T-bit packets fall back to the source address. An INIT
+/// Incoming packets are routed by (source address, source SCTP port,
+/// verification tag); INIT, COOKIE ECHO and T-bit packets fall back to the
+/// source address and port. An association is named by both addresses and
+/// both SCTP ports (RFC 9260 §1.5.2, §8.5): a packet whose tag matches an
+/// association but whose ports do not is not routed to it (it is
+/// out of the blue, or discarded when addressed to another local port). An INIT
 /// from an unknown peer is answered with a signed cookie and nothing is
 /// stored; the association is created only by a valid COOKIE ECHO.
 ///
@@ -52,9 +58,11 @@ pub struct Endpoint {
     key: CookieKey,
     accept: bool,
     assocs: BTreeMap<AssociationId, Association>,
-    by_tag: BTreeMap<(SocketAddr, u32), AssociationId>,
-    by_addr: BTreeMap<SocketAddr, AssociationId>,
-    keys: BTreeMap<AssociationId, (SocketAddr, u32)>,
+    /// (peer address, peer SCTP port, our tag) -> association.
+    by_tag: BTreeMap<(SocketAddr, u16, u32), AssociationId>,
+    /// (peer address, peer SCTP port) -> association.
+    by_addr: BTreeMap<(SocketAddr, u16), AssociationId>,
+    keys: BTreeMap<AssociationId, (SocketAddr, u16, u32)>,
     out: VecDeque<Datagram>,
     trace: VecDeque<Record>,
     stats: Stats,
@@ -183,6 +191,22 @@ impl Endpoint {
         }
     }
 
+    /// Queue a message on association `id` with the options of
+    /// [`SendParams`] (PPID, partial reliability; see
+    /// [`Association::send_with`]).
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        id: AssociationId,
+        params: &SendParams,
+        payload: &[u8],
+    ) -> Result<u64, SendError> {
+        match self.assocs.get_mut(&id) {
+            Some(a) => a.send_with(now, params, payload),
+            None => Err(SendError::NotConnected),
+        }
+    }
+
     /// Graceful shutdown of association `id`.
     pub fn close(&mut self, now: Instant, id: AssociationId) {
         if let Some(a) = self.assocs.get_mut(&id) {
@@ -198,19 +222,20 @@ impl Endpoint {
     }
 
     fn reindex(&mut self, id: AssociationId) {
-        if let Some((addr, tag)) = self.keys.remove(&id) {
-            self.by_tag.remove(&(addr, tag));
-            if self.by_addr.get(&addr) == Some(&id) {
-                self.by_addr.remove(&addr);
+        if let Some((addr, port, tag)) = self.keys.remove(&id) {
+            self.by_tag.remove(&(addr, port, tag));
+            if self.by_addr.get(&(addr, port)) == Some(&id) {
+                self.by_addr.remove(&(addr, port));
             }
         }
         let Some(a) = self.assocs.get(&id) else {
             return;
         };
         if let Some(addr) = a.remote_addr() {
-            self.by_tag.insert((addr, a.local_tag()), id);
-            self.by_addr.insert(addr, id);
-            self.keys.insert(id, (addr, a.local_tag()));
+            let port = a.peer_port();
+            self.by_tag.insert((addr, port, a.local_tag()), id);
+            self.by_addr.insert((addr, port), id);
+            self.keys.insert(id, (addr, port, a.local_tag()));
         }
     }
 
@@ -246,6 +271,13 @@ impl Endpoint {
             }
         };
         self.now_hint = now;
+        if packet.dst_port != self.config.local_port {
+            // Another SCTP port behind the same UDP socket: not ours.
+            self.stats.packets_received += 1;
+            self.stats.bytes_received += len as u64;
+            self.discard(now, "wrong-port");
+            return;
+        }
         let id = self.route(d.src, &packet);
         if let Some(id) = id {
             if let Some(a) = self.assocs.get_mut(&id) {
@@ -311,7 +343,7 @@ impl Endpoint {
     }
 
     fn route(&self, src: SocketAddr, p: &Packet) -> Option<AssociationId> {
-        if let Some(id) = self.by_tag.get(&(src, p.verification_tag)) {
+        if let Some(id) = self.by_tag.get(&(src, p.src_port, p.verification_tag)) {
             return Some(*id);
         }
         // Packets whose tag is legitimately not our tag: INIT (0), COOKIE
@@ -323,7 +355,7 @@ impl Endpoint {
             _ => false,
         };
         if by_addr {
-            self.by_addr.get(&src).copied()
+            self.by_addr.get(&(src, p.src_port)).copied()
         } else {
             None
         }

@@ -257,6 +257,7 @@ fn endpoint_to_endpoint() {
     assert!(got.contains(&AppEvent::Received {
         stream: 0,
         unordered: false,
+        ppid: 0,
         payload: b"via endpoints".to_vec()
     }));
 }

@@ -381,12 +381,12 @@ fn unknown_chunk_keeps_type_flags_and_value() {
     );
     assert_eq!(Unrecognized::for_chunk(0x82), Unrecognized::Skip);
     // An unknown chunk followed by a known one: both kept, in order.
-    let p = Packet::parse_unchecked(&hex(&format!("{HDR} 40 00 0004 0b 00 0004"))).unwrap();
+    let p = Packet::parse_unchecked(&hex(&format!("{HDR} 41 00 0004 0b 00 0004"))).unwrap();
     assert_eq!(
         p.chunks,
         vec![
             Chunk::Unknown(UnknownChunk {
-                kind: 0x40,
+                kind: 0x41,
                 flags: 0,
                 value: Bytes::new()
             }),

@@ -67,6 +67,30 @@ use rto::RtoEstimator;
 use sender::Sender;
 use timers::{Timer, TimerTable};
 
+/// How one message is sent ([`Association::send_with`],
+/// [`Endpoint::send_with`](crate::Endpoint::send_with)). The default is
+/// stream 0, ordered, PPID 0, fully reliable.
+///
+/// Partial reliability (RFC 3758 PR-SCTP) needs the peer's FORWARD TSN
+/// support; `send_with` refuses a partially reliable message otherwise.
+/// Both limits may be set; the message is abandoned when either is hit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendParams {
+    pub stream: u16,
+    pub unordered: bool,
+    /// Payload protocol identifier (RFC 9260 §3.3.1), passed to the peer's
+    /// application untouched.
+    pub ppid: u32,
+    /// Timed reliability (RFC 3758 §5 "timed reliability", RFC 7496
+    /// SCTP_PR_SCTP_TTL): give the message up once this long has passed
+    /// since `send_with` and it still needs a (re)transmission.
+    pub lifetime: Option<Duration>,
+    /// Limited retransmissions (RFC 7496 §4 SCTP_PR_SCTP_RTX): give the
+    /// message up when it would need more than this many retransmissions
+    /// (0: sent once, never retransmitted).
+    pub max_retransmissions: Option<u32>,
+}
+
 /// Association states (RFC 9260 §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum State {
@@ -135,6 +159,8 @@ pub struct Association {
     pub(crate) out_streams: u16,
     pub(crate) in_streams: u16,
     pub(crate) peer_forward_tsn: bool,
+    /// The peer offered I-DATA (RFC 8260) in its INIT / INIT ACK.
+    pub(crate) peer_idata: bool,
     /// Addresses the peer listed in its INIT / INIT ACK: recorded, never used.
     pub(crate) peer_addresses: Vec<std::net::IpAddr>,
     /// Our INIT (for T1-init retransmission and §5.2.1 answers).
@@ -255,6 +281,7 @@ impl Association {
             out_streams: 0,
             in_streams: 0,
             peer_forward_tsn: false,
+            peer_idata: false,
             peer_addresses: Vec::new(),
             init: None,
             cookie: None,
@@ -305,6 +332,10 @@ impl Association {
     pub fn remote_addr(&self) -> Option<SocketAddr> {
         self.remote
     }
+    /// The peer's SCTP port (common header), once known.
+    pub fn peer_port(&self) -> u16 {
+        self.peer_port
+    }
     /// Our verification tag (the peer puts it in every packet to us).
     pub fn local_tag(&self) -> u32 {
         self.local_tag
@@ -320,6 +351,12 @@ impl Association {
     /// Whether the peer announced FORWARD TSN support (RFC 3758).
     pub fn peer_supports_forward_tsn(&self) -> bool {
         self.peer_forward_tsn
+    }
+    /// Whether user data travels as I-DATA (RFC 8260): both sides offered
+    /// it ([`Config::interleaving`] here, I-DATA in the peer's Supported
+    /// Extensions).
+    pub fn interleaving(&self) -> bool {
+        self.tx.idata
     }
     /// Negotiated outbound streams (0 before the handshake).
     pub fn outbound_streams(&self) -> u16 {
@@ -361,7 +398,7 @@ impl Association {
     }
     /// Whether nothing is queued or in flight (all data acknowledged).
     pub fn is_idle(&self) -> bool {
-        self.tx.chunks.is_empty()
+        self.tx.chunks.is_empty() && self.tx.sched.is_empty()
     }
     /// A snapshot of the sender as the mechanism hooks see it.
     pub fn sender_view(&self, now: Instant) -> SenderView {
@@ -374,6 +411,20 @@ impl Association {
     }
 
     // ----- application commands -----------------------------------------
+
+    /// Queue a message with the options of [`SendParams`] (stream,
+    /// ordering, PPID, partial reliability); returns the sender-local
+    /// message id used in trace records. [`Transport::send`] is this with
+    /// PPID 0 and full reliability.
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        params: &SendParams,
+        payload: &[u8],
+    ) -> Result<u64, SendError> {
+        self.burst = 0;
+        self.queue_message(now, params, payload)
+    }
 
     /// Abort the association (user-initiated ABORT, §9.1): send ABORT with
     /// a "User-Initiated Abort" cause carrying `reason`, drop all queued
@@ -515,7 +566,7 @@ impl Association {
             thin: self.is_thin(),
             flight_size: self.tx.flight,
             outstanding_chunks: self.tx.outstanding_chunks(),
-            unsent_chunks: (self.tx.chunks.len() - self.tx.next_unsent) as u32,
+            unsent_chunks: self.tx.unsent_chunks().min(u64::from(u32::MAX)) as u32,
             cwnd: self.cc.cwnd,
             ssthresh: self.cc.ssthresh,
             mtu: self.cc.mtu,
@@ -539,6 +590,18 @@ impl Association {
             time: now,
             state: state.name().to_string(),
         });
+    }
+
+    /// The association gives up on its peer (§8.1, §8.2: too many
+    /// retransmissions, unanswered heartbeats or T2 expiries): tell the
+    /// peer with an ABORT, as usrsctp and Linux do (RFC 9260 only asks to
+    /// report the failure; a peer that is merely slow learns it at once
+    /// instead of at its own timeout), then close with `why`.
+    pub(crate) fn give_up(&mut self, now: Instant, why: &str) {
+        if self.has_peer_tcb() && self.peer_tag != 0 {
+            self.queue_abort(Vec::new(), false);
+        }
+        self.enter_closed(now, Some(why.to_string()));
     }
 
     /// Destroy the TCB: stop timers, drop queued data, report `Closed`.
@@ -615,6 +678,11 @@ impl Association {
         let mut room = pmtu - COMMON_HEADER_LEN;
         let mut chunks = Vec::with_capacity(4);
         self.tx.last_sent_data.clear();
+        if self.tx.pr_live > 0 && self.may_send_data() {
+            // Partial reliability: give up what may not be (re)sent before
+            // choosing what goes into this packet.
+            self.pr_sweep(now);
+        }
 
         // INIT travels alone with tag 0 (§8.5.1 A, §6.10).
         if matches!(self.control.front(), Some(Chunk::Init(_))) {
@@ -645,6 +713,16 @@ impl Association {
             0
         };
         let mut data_room = room.saturating_sub(sack_len);
+        // RFC 3758 §3.5 C3: the FORWARD TSN rides in front of the DATA of
+        // this packet (or alone, with the SACK if one is owed).
+        let mut forward = None;
+        if self.tx.fwd_pending && self.has_peer_tcb() {
+            self.tx.fwd_pending = false;
+            if let Some(f) = self.build_forward_tsn() {
+                data_room = data_room.saturating_sub(f.encoded_len());
+                forward = Some(f);
+            }
+        }
         let mut data_chunks = Vec::new();
         let mut sack_owed = sack_owed;
         if self.may_send_data() {
@@ -663,18 +741,33 @@ impl Association {
         let sent_data = !data_chunks.is_empty();
         if sent_data && self.config.mechanisms.sack_immediately && self.is_thin() {
             // RFC 7053: ask the peer to SACK this packet at once.
-            if let Some(Chunk::Data(d)) = data_chunks
+            match data_chunks
                 .iter_mut()
                 .rev()
-                .find(|c| matches!(c, Chunk::Data(_)))
+                .find(|c| matches!(c, Chunk::Data(_) | Chunk::IData(_)))
             {
-                d.immediate = true;
-                self.stats.sack_immediately_sent += 1;
+                Some(Chunk::Data(d)) => {
+                    d.immediate = true;
+                    self.stats.sack_immediately_sent += 1;
+                }
+                Some(Chunk::IData(d)) => {
+                    d.immediate = true;
+                    self.stats.sack_immediately_sent += 1;
+                }
+                _ => {}
             }
         }
-        if sack_owed && (self.rx.sack_due() || sent_data) {
+        if sack_owed && (self.rx.sack_due() || sent_data || forward.is_some()) {
             let sack = self.build_sack(now, room);
             chunks.insert(control_count, Chunk::Sack(sack));
+        }
+        if let Some(f) = forward {
+            chunks.push(f);
+            self.stats.forward_tsns_sent += 1;
+            // RFC 3758 §3.5 F2 (with A3): T3 guards the FORWARD TSN.
+            if !self.timers.is_running(Timer::T3Rtx) {
+                self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+            }
         }
         chunks.append(&mut data_chunks);
         if chunks.is_empty() {
@@ -702,6 +795,14 @@ impl Association {
                 self.discard(now, "unknown-peer");
                 return;
             }
+            // §8.5 with §1.5.2: an association is named by both addresses
+            // and both ports; a packet from the peer's address with another
+            // SCTP source port belongs to some other association, even if
+            // its tag happens to match ours.
+            if self.state != State::Closed && packet.src_port != self.peer_port {
+                self.discard(now, "wrong-port");
+                return;
+            }
         }
         if self.state == State::Closed {
             self.process_closed(now, src, packet);
@@ -720,7 +821,21 @@ impl Association {
             match chunk {
                 Chunk::Data(d) => {
                     had_data = true;
-                    if !self.on_data(now, d) {
+                    if self.tx.idata {
+                        // RFC 8260 §2.2.3: DATA after I-DATA was negotiated.
+                        self.protocol_violation(now, "DATA chunk while I-DATA is in use");
+                        stop = true;
+                    } else if !self.on_data(now, d) {
+                        stop = true;
+                    }
+                }
+                Chunk::IData(d) => {
+                    had_data = true;
+                    if !self.tx.idata {
+                        // RFC 8260 §2.2.3: I-DATA that was not negotiated.
+                        self.protocol_violation(now, "I-DATA chunk while I-DATA was not negotiated");
+                        stop = true;
+                    } else if !self.on_idata(now, d) {
                         stop = true;
                     }
                 }
@@ -745,7 +860,26 @@ impl Association {
                 }
                 Chunk::CookieAck => self.on_cookie_ack(now),
                 Chunk::ShutdownComplete(_) => self.on_shutdown_complete(now),
-                Chunk::ForwardTsn(f) => self.on_forward_tsn(now, f),
+                Chunk::ForwardTsn(f) => {
+                    if self.tx.idata {
+                        // RFC 8260 §2.3: I-FORWARD-TSN replaces FORWARD TSN.
+                        self.protocol_violation(now, "FORWARD TSN chunk while I-DATA is in use");
+                        stop = true;
+                    } else {
+                        self.on_forward_tsn(now, f);
+                    }
+                }
+                Chunk::IForwardTsn(f) => {
+                    if !self.tx.idata {
+                        self.protocol_violation(
+                            now,
+                            "I-FORWARD-TSN chunk while I-DATA was not negotiated",
+                        );
+                        stop = true;
+                    } else {
+                        self.on_iforward_tsn(now, f);
+                    }
+                }
                 Chunk::Unknown(u) => {
                     self.stats.unknown_chunks += 1;
                     // §3.2: the upper two bits of the type decide.
@@ -789,6 +923,21 @@ impl Association {
             self.discard(now, "bad-verification-tag");
         }
         ok
+    }
+
+    /// ABORT with a "Protocol Violation" cause and close (RFC 9260 §3.3.10.13).
+    pub(crate) fn protocol_violation(&mut self, now: Instant, what: &'static str) {
+        if !self.has_peer_tcb() {
+            self.discard(now, "protocol-violation");
+            return;
+        }
+        self.queue_abort(
+            vec![crate::wire::ErrorCause::protocol_violation(Bytes::from_static(
+                what.as_bytes(),
+            ))],
+            false,
+        );
+        self.enter_closed(now, Some(format!("protocol violation: {what}")));
     }
 
     pub(crate) fn queue_abort(&mut self, causes: Vec<crate::wire::ErrorCause>, t_bit: bool) {
@@ -869,8 +1018,12 @@ impl Transport for Association {
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
-        self.burst = 0;
-        self.queue_message(now, message)
+        let params = SendParams {
+            stream: message.stream,
+            unordered: message.unordered,
+            ..SendParams::default()
+        };
+        self.send_with(now, &params, message.payload)
     }
 
     fn close(&mut self, now: Instant) {

@@ -131,12 +131,13 @@ fn empty_data_aborts() {
     assert_eq!(f.a.state(), State::Closed);
 }
 
-// §3.2, type 0x40 (01): stop processing the packet and report.
+// §3.2, type 0x41 (01): stop processing the packet and report. (0x40 is
+// I-DATA, RFC 8260.)
 #[test]
 fn unknown_chunk_stop_and_report() {
     let mut f = established_server(Config::default());
     let (t, cum) = (f.tsn, f.cum());
-    f.feed(vec![unknown(0x40), data(t, 0, 0, b"x")]);
+    f.feed(vec![unknown(0x41), data(t, 0, 0, b"x")]);
     assert_eq!(
         f.cum(),
         cum,
@@ -150,7 +151,7 @@ fn unknown_chunk_stop_and_report() {
     assert_eq!(e.causes[0].code, cause_code::UNRECOGNIZED_CHUNK_TYPE);
     assert_eq!(
         &e.causes[0].info[..],
-        &[0x40, 0, 0, 8, b'a', b'b', b'c', b'd']
+        &[0x41, 0, 0, 8, b'a', b'b', b'c', b'd']
     );
 }
 
@@ -719,6 +720,7 @@ fn sender_tsn_wrap_around() {
     let (mut a, now) = established_client(Config::default().with_trace());
     let mut tx = crate::association::sender::Sender::new(Tsn(u32::MAX - 1), 100_000);
     tx.ssn = vec![Ssn(0); usize::from(a.out_streams)];
+    tx.frag = a.config.max_fragment();
     a.tx = tx;
     let mut tsns = Vec::new();
     for _ in 0..4 {
