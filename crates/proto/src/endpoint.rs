@@ -10,9 +10,7 @@ use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
 use thinstream_base::trace::Record;
 use thinstream_base::{Datagram, Instant, Rng, Seed};
 
-use crate::association::{
-    answer_init_statelessly, ootb_response, Association, SendParams, State,
-};
+use crate::association::{answer_init_statelessly, ootb_response, Association, SendParams, State};
 use crate::config::Config;
 use crate::cookie::CookieKey;
 use crate::trace::Stats;

@@ -833,7 +833,10 @@ impl Association {
                     had_data = true;
                     if !self.tx.idata {
                         // RFC 8260 §2.2.3: I-DATA that was not negotiated.
-                        self.protocol_violation(now, "I-DATA chunk while I-DATA was not negotiated");
+                        self.protocol_violation(
+                            now,
+                            "I-DATA chunk while I-DATA was not negotiated",
+                        );
                         stop = true;
                     } else if !self.on_idata(now, d) {
                         stop = true;
@@ -932,9 +935,9 @@ impl Association {
             return;
         }
         self.queue_abort(
-            vec![crate::wire::ErrorCause::protocol_violation(Bytes::from_static(
-                what.as_bytes(),
-            ))],
+            vec![crate::wire::ErrorCause::protocol_violation(
+                Bytes::from_static(what.as_bytes()),
+            )],
             false,
         );
         self.enter_closed(now, Some(format!("protocol violation: {what}")));

@@ -391,7 +391,10 @@ impl Sender {
         unsent += sched_bytes;
         queued += sched_bytes;
         if pr != self.pr_live {
-            return Err(format!("pr_live {} but {pr} chunks have a policy", self.pr_live));
+            return Err(format!(
+                "pr_live {} but {pr} chunks have a policy",
+                self.pr_live
+            ));
         }
         let got = (flight, outstanding, marked, inflight, unsent, queued);
         let want = (

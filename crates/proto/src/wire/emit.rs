@@ -272,7 +272,12 @@ impl DataChunk {
 }
 
 /// The DATA / I-DATA flags byte from its four bits.
-pub(crate) fn data_flag_bits(unordered: bool, beginning: bool, ending: bool, immediate: bool) -> u8 {
+pub(crate) fn data_flag_bits(
+    unordered: bool,
+    beginning: bool,
+    ending: bool,
+    immediate: bool,
+) -> u8 {
     let mut f = 0;
     if unordered {
         f |= data_flags::UNORDERED;
