@@ -6,7 +6,7 @@ use anyhow::Context;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
+use thinstream_base::drive::{AppEvent, SendError, Transport};
 use thinstream_base::trace::Record;
 use thinstream_base::{Duration, Instant, Seed};
 use thinstream_metrics::{
@@ -14,7 +14,7 @@ use thinstream_metrics::{
     OwdCorrection,
 };
 use thinstream_net::{Clock, Handle};
-use thinstream_proto::{Association, Config};
+use thinstream_proto::{Association, Config, SendParams};
 
 use crate::util::{parse_duration, parse_size, SizeSpec};
 
@@ -64,6 +64,20 @@ pub(crate) struct Args {
     /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
     #[arg(long, alias = "mech", default_value = "rfc", value_parser = crate::util::parse_preset)]
     preset: Config,
+    /// Partial reliability (RFC 3758 timed reliability): give a message up
+    /// once it still needs a (re)transmission this many milliseconds after
+    /// it was sent. Needs a peer with FORWARD TSN support. Abandoned
+    /// messages are reported, not counted as lost.
+    #[arg(long)]
+    lifetime_ms: Option<u64>,
+    /// Partial reliability (RFC 7496 limited retransmissions): give a
+    /// message up when it would need more retransmissions than this.
+    #[arg(long)]
+    max_rtx: Option<u32>,
+    /// Offer message interleaving (RFC 8260 I-DATA); used if the peer
+    /// offers it too.
+    #[arg(long)]
+    interleave: bool,
     /// Seed for sizes, tags and initial TSN (default: from the OS clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -112,6 +126,15 @@ struct Report {
     latency: &'static str,
     latency_ms: Option<LatencyMs>,
     retransmissions: u64,
+    /// Messages given up on (partial reliability, `--lifetime-ms`/`--max-rtx`).
+    abandoned: u64,
+    /// FORWARD TSN / I-FORWARD-TSN chunks sent.
+    forward_tsns_sent: u64,
+    /// Whether I-DATA was negotiated (`--interleave` and the peer offered it).
+    interleaving: bool,
+    /// Echoed messages sent after an abandoned message of the same ordered
+    /// stream: the peer skipped the hole (FORWARD TSN) and went on.
+    echoed_after_abandoned: u64,
     /// Retransmissions the peer reported as duplicates (an estimate of the
     /// spurious ones).
     spurious_estimate: Option<u64>,
@@ -157,8 +180,9 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
+    // Abandoned messages (partial reliability) are given up on purpose.
     let ok = report.association_error.is_none()
-        && report.lost == 0
+        && report.lost <= report.abandoned
         && report.corrupted == 0
         && report.out_of_order == 0
         && report.sent == report.messages;
@@ -182,7 +206,19 @@ fn print_report(r: &Report) {
             None => String::new(),
         }
     );
-    if r.lost + r.corrupted + r.out_of_order > 0 {
+    if r.abandoned > 0 || r.interleaving {
+        println!(
+            "abandoned {} messages (FORWARD TSNs sent: {}); I-DATA {}",
+            r.abandoned,
+            r.forward_tsns_sent,
+            if r.interleaving {
+                "in use"
+            } else {
+                "not in use"
+            }
+        );
+    }
+    if r.lost.saturating_sub(r.abandoned) + r.corrupted + r.out_of_order > 0 {
         println!(
             "PROBLEMS: {} lost, {} corrupted, {} out of order",
             r.lost, r.corrupted, r.out_of_order
@@ -222,6 +258,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         remote_port: args.sctp_port,
         max_message_size: args.size.max.max(args.preset.max_message_size),
         trace: true,
+        interleaving: args.preset.interleaving || args.interleave,
         ..args.preset.clone()
     };
     let clock = Clock::new();
@@ -276,6 +313,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let mut next_echo_per_stream: BTreeMap<u16, u64> = BTreeMap::new();
     let mut rtts: Vec<Duration> = Vec::new();
     let mut echoed = 0u64;
+    let mut echoed_indices: Vec<u64> = Vec::new();
     let mut next = 0u64;
     let mut blocked = false;
     let mut closed_error: Option<Option<String>> = None;
@@ -291,8 +329,14 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         }
         let due = start + args.interval * next;
         let give_up = last_send + args.linger;
+        // With partial reliability, abandoned messages are never echoed:
+        // once everything is sent, look every 20 ms whether the sender is
+        // idle and every message is echoed or abandoned.
+        let partial = args.lifetime_ms.is_some() || args.max_rtx.is_some();
         let wake = if next < args.count && !blocked {
             due
+        } else if partial && next == args.count {
+            (clock.now() + Duration::from_millis(20)).min(give_up)
         } else {
             give_up
         };
@@ -303,6 +347,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                     match waiting.get_mut(&payload).and_then(|q| q.pop_front()) {
                         Some((index, sent_at)) => {
                             echoed += 1;
+                            echoed_indices.push(index);
                             rtts.push(at.saturating_duration_since(sent_at));
                             if !args.unordered {
                                 // Within one ordered stream echoes come back in send order.
@@ -324,11 +369,17 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                     let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
                     let body = payload(next, size);
                     let stream = (next % u64::from(args.streams)) as u16;
-                    let unordered = args.unordered;
+                    let params = SendParams {
+                        stream,
+                        unordered: args.unordered,
+                        lifetime: args.lifetime_ms.map(Duration::from_millis),
+                        max_retransmissions: args.max_rtx,
+                        ..SendParams::default()
+                    };
                     let b2 = body.clone();
                     let r = handle
                         .call(move |a: &mut Association, now| {
-                            (now, a.send(now, Outgoing { stream, unordered, payload: &b2 }))
+                            (now, a.send_with(now, &params, &b2))
                         })
                         .await?;
                     match r {
@@ -346,12 +397,25 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                     }
                 } else if clock.now() >= give_up {
                     break;
+                } else if partial && next == args.count {
+                    let (abandoned, idle) = handle
+                        .call(|a: &mut Association, _| (a.stats().abandoned_messages, a.is_idle()))
+                        .await?;
+                    if idle && (!args.expect_echo || echoed + report.corrupted + abandoned >= args.count) {
+                        break;
+                    }
                 }
             }
         }
         drain_traces(&mut handle, &mut records);
     }
 
+    // Counters and the negotiated options as they are before the close (the
+    // driver may be gone once the association closed).
+    let mut stats = handle
+        .call(|a: &mut Association, _| (a.stats().clone(), a.interleaving()))
+        .await
+        .ok();
     // Wait (within the linger time) until everything is acknowledged, then
     // close gracefully.
     if closed_error.is_none() {
@@ -365,6 +429,12 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        if let Ok(s) = handle
+            .call(|a: &mut Association, _| (a.stats().clone(), a.interleaving()))
+            .await
+        {
+            stats = Some(s);
         }
         let _ = handle
             .call(|a: &mut Association, now| Transport::close(a, now))
@@ -384,17 +454,22 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             }
         }
     }
-    let stats = handle
-        .call(|a: &mut Association, _| a.stats().clone())
+    if let Ok(s) = handle
+        .call(|a: &mut Association, _| (a.stats().clone(), a.interleaving()))
         .await
-        .ok();
+    {
+        stats = Some(s);
+    }
     drain_traces(&mut handle, &mut records);
     report.elapsed_s = clock.now().saturating_duration_since(start).as_secs_f64();
     if let Some(Some(e)) = closed_error {
         report.association_error = Some(e);
     }
-    if let Some(s) = stats {
+    if let Some((s, interleaving)) = stats {
+        report.interleaving = interleaving;
         report.retransmissions = s.retransmitted_chunks();
+        report.abandoned = s.abandoned_messages;
+        report.forward_tsns_sent = s.forward_tsns_sent;
     }
 
     // Acknowledged messages and ACK latency, from the trace records; the
@@ -429,6 +504,22 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         .iter()
         .filter(|m| analysis.latency(m, LatencyKind::AckFromSend).is_some())
         .count() as u64;
+    // The first abandoned message per stream (message ids are our indices:
+    // both count accepted sends from 0).
+    let mut first_abandoned: BTreeMap<u16, u64> = BTreeMap::new();
+    for m in analysis.messages().iter().filter(|m| m.abandoned) {
+        let e = first_abandoned.entry(m.stream).or_insert(m.message);
+        *e = (*e).min(m.message);
+    }
+    if !args.unordered {
+        report.echoed_after_abandoned = echoed_indices
+            .iter()
+            .filter(|&&i| {
+                let stream = (i % u64::from(args.streams)) as u16;
+                first_abandoned.get(&stream).is_some_and(|&a| i > a)
+            })
+            .count() as u64;
+    }
     if args.expect_echo {
         report.echoed = Some(echoed);
         report.lost = args.count - echoed.min(args.count);

@@ -416,14 +416,14 @@ fn connection_refused() {
 fn last_abort(p: &Pair, side: Side) -> Option<(u32, bool)> {
     p.sent
         .iter()
+        .rev()
         .filter(|s| s.from == side)
-        .filter_map(|s| {
+        .find_map(|s| {
             s.packet.chunks.iter().find_map(|c| match c {
                 Chunk::Abort(a) => Some((s.packet.verification_tag, a.t_bit)),
                 _ => None,
             })
         })
-        .last()
 }
 
 // When an association gives up on its peer (§8.1: Association.Max.Retrans

@@ -383,3 +383,55 @@ fn random_loss_with_partial_reliability() {
         assert_eq!(p.closed(Side::Client), None);
     }
 }
+
+/// A burst far beyond the congestion window with a 2 ms lifetime (50 ms
+/// one-way delay): the messages that did not fit into the first flight
+/// expire before their first transmission. They are abandoned unsent (their
+/// TSNs are skipped by FORWARD TSN, never put on the wire), the ones that
+/// went out arrive, and the association is idle afterwards.
+#[test]
+fn burst_expires_before_first_transmission() {
+    for cfg in [traced(), interleaving()] {
+        let mut p = connected(cfg.clone(), cfg, 3);
+        let n = 200u32;
+        for i in 0..n {
+            let mut payload = vec![0u8; 3000];
+            payload[..4].copy_from_slice(&i.to_be_bytes());
+            let params = SendParams {
+                stream: (i % 3) as u16,
+                lifetime: Some(Duration::from_millis(2)),
+                ..SendParams::default()
+            };
+            send_with(&mut p, params, &payload);
+        }
+        p.drive_for(Duration::from_secs(5));
+        let got = received_payloads(&mut p).len() as u64;
+        let st = *p.client.stats();
+        let sent_ids: std::collections::BTreeSet<u32> = p
+            .sent
+            .iter()
+            .filter(|s| s.from == Side::Client)
+            .flat_map(|s| s.packet.chunks.iter())
+            .filter_map(|c| match c {
+                Chunk::Data(d) if d.beginning => Some(&d.payload),
+                Chunk::IData(d) if d.beginning => Some(&d.payload),
+                _ => None,
+            })
+            .map(|b| u32::from_be_bytes(b[..4].try_into().unwrap()))
+            .collect();
+        assert!(
+            got > 0 && st.abandoned_messages > 100,
+            "{got} delivered, {st:?}"
+        );
+        assert_eq!(got + st.abandoned_messages, u64::from(n));
+        assert!(
+            (sent_ids.len() as u64) < u64::from(n) / 2,
+            "most messages were never sent: {}",
+            sent_ids.len()
+        );
+        assert!(st.forward_tsns_sent >= 1);
+        assert!(p.client.is_idle());
+        assert_eq!(p.client.flight_size(), 0);
+        assert_eq!(p.server.held_receive_bytes(), 0);
+    }
+}

@@ -31,10 +31,111 @@
 //!   Always on, also with `rfc`: SACK duplicate TSNs are recorded as
 //!   `Record::DuplicateReported` (trace only), and the T3 restart hook
 //!   receives the earliest send time of a chunk in flight.
-//! - Not implemented: T5-shutdown-guard, path MTU discovery (the PMTU is configured), multi-homing,
-//!   sender-side partial reliability (RFC 3758 policies; FORWARD TSN is
-//!   accepted on receive), ECN, the PPID (sent as 0, ignored on receive),
+//! - Giving up (§8.1 Association.Max.Retrans by T3 expiries, §8.3
+//!   unanswered heartbeats, T2-shutdown and Max.Init.Retransmits in
+//!   COOKIE-ECHOED): RFC 9260 only asks to report the failure to the upper
+//!   layer; like usrsctp and Linux we also send an ABORT (no error cause,
+//!   the peer's tag) whenever the peer may hold a TCB, so a peer that is
+//!   merely cut off in one direction learns it at once. In COOKIE-WAIT the
+//!   peer's tag is unknown and nothing is sent.
+//! - Association matching (§8.5, §1.5.2): an association is named by both
+//!   addresses and both SCTP ports. A packet from the peer's address with
+//!   another source port (or to another local port) is discarded as
+//!   "wrong-port" even if its tag matches; the [`Endpoint`](crate::Endpoint)
+//!   routes by (address, port, tag) and never hands such a packet over.
+//! - Peer restart (§5.2.4 A): the TCB is rebuilt from the cookie and the
+//!   application gets `AppEvent::PeerRestarted` (instead of a second
+//!   `Established`); queued and in-flight data of the old incarnation is
+//!   dropped, as the RFC's restart implies.
+//! - PPID: carried both ways ([`SendParams::ppid`], `AppEvent::Received`'s
+//!   `ppid`, the PPID of a message's first fragment).
+//! - Not implemented: T5-shutdown-guard, path MTU discovery (the PMTU is
+//!   configured), multi-homing, ECN, stream reconfiguration (RFC 6525),
 //!   peer addresses from an INIT on the passive side (not in the cookie).
+//!
+//! # Partial reliability (RFC 3758, RFC 7496)
+//!
+//! RFC 3758 lets a sender give up ("abandon") user messages and tell the
+//! receiver with a FORWARD TSN, which moves the receiver's cumulative TSN
+//! past them and names, per ordered stream, the last skipped SSN. The
+//! policy deciding when to give up is left open; RFC 7496 names the common
+//! ones. We offer two per message ([`SendParams`]): timed reliability
+//! (`lifetime`, RFC 3758's example policy and RFC 7496 "TTL") and limited
+//! retransmissions (`max_retransmissions`, RFC 7496 "RTX"). A partially
+//! reliable message is refused unless the peer listed FORWARD TSN support.
+//!
+//! What we do (`sender`):
+//! - The check runs before every transmission of new data, before every
+//!   retransmission, right after T3 marks the flight for retransmission
+//!   and after fast retransmit marks lost chunks (RFC 3758 §3.5 A1-A3): a
+//!   message is abandoned if its lifetime has passed (any state, also
+//!   never sent) or if one of its chunks needs a retransmission beyond the
+//!   limit (0 = sent once). Chunks merely in flight are not abandoned when
+//!   their lifetime passes: they may still arrive, and the next
+//!   retransmission decision catches them.
+//! - Abandoning covers the whole message: every fragment still queued
+//!   (in flight, marked, gap-acked or unsent; with I-DATA the fragments not
+//!   yet cut are cut and numbered first, so trace units stay in step).
+//!   Abandoned chunks leave the flight and the outstanding bytes at once,
+//!   so they no longer hold cwnd, and are never retransmitted. A
+//!   `Record::Abandoned` names their units; `Stats::abandoned_messages`
+//!   counts messages.
+//! - Advanced.Peer.Ack.Point (§3.5 C1-C2) is the cumulative TSN ack plus
+//!   the run of abandoned chunks right after it. While it is ahead (after
+//!   an abandonment, and again on a SACK that does not cover it, C3, if
+//!   the ack point moved since the last FORWARD TSN or that one is older
+//!   than a smoothed round trip: SACKs that merely crossed it on the way do
+//!   not repeat it), the next packet carries a FORWARD TSN behind the SACK (if one is
+//!   owed) and in front of any DATA, or alone. It lists, per ordered
+//!   stream, the highest SSN among the skipped chunks; unordered messages
+//!   need no entry. T3 is started for it if not running; when T3 expires
+//!   with only the FORWARD TSN unanswered, it is sent again with the usual
+//!   back-off and error counting (§3.5 A3 / F2).
+//! - With I-DATA, the I-FORWARD-TSN of RFC 8260 §2.3.1 replaces FORWARD
+//!   TSN: ordered entries carry the highest skipped MID per stream,
+//!   unordered entries one per skipped message (unordered MIDs say nothing
+//!   about each other, so the receiver drops exactly the listed ones).
+//!
+//! The receiving side is in `receiver` (module docs there).
+//!
+//! # Message interleaving (RFC 8260)
+//!
+//! With DATA, a message's fragments must carry consecutive TSNs (§6.9), so
+//! a large message blocks every message submitted after it, on any stream,
+//! until its last fragment is sent. I-DATA names fragments by (stream,
+//! MID, FSN) instead, so TSNs are free to interleave messages. RFC 8260
+//! §2.2.3: I-DATA is used only when both ends list it in Supported
+//! Extensions, and then for all user data in both directions (a DATA chunk
+//! after that, or an I-DATA chunk without it, is a protocol violation
+//! answered with ABORT; likewise FORWARD TSN vs I-FORWARD-TSN).
+//!
+//! What we do: [`Config::interleaving`] offers I-DATA and I-FORWARD-TSN.
+//! When both sides offered it, `send` puts messages into a per-stream
+//! scheduler instead of assigning TSNs; each time a DATA chunk is needed
+//! the scheduler cuts the next fragment, and only then assigns the TSN, the MID (per stream, separate counters for ordered and
+//! unordered messages, at the first fragment) and the FSN. Streams with
+//! queued messages take turns round robin; a turn ends when a message is
+//! complete or after 4 fragments of a longer one (`SCHED_QUANTUM`).
+//! Round robin per fragment would also meet RFC 8260's goal, but would
+//! stretch every message over all competing streams' packets: a burst of
+//! timed 3 KB messages on three streams then expires half-sent instead of
+//! completing one after the other. Within a stream messages go whole and
+//! in order. A 1 MB message
+//! on stream 1 therefore shares each congestion window with 100-byte
+//! messages on stream 0 instead of delaying them by its whole transfer
+//! (tests/interleave.rs). The I-DATA header is 4 bytes longer, so a
+//! fragment carries 4 bytes less ([`Config::max_fragment_idata`]).
+//!
+//! Trace units with I-DATA: units remain TSN offsets (the receiver sees
+//! nothing else), but TSNs are assigned when fragments are cut, after the
+//! `Submitted` record was written. `Submitted.units` is the range the
+//! message gets if the scheduler sends in submission order, which is exact
+//! while at most one stream has queued data (every preset-driven lab
+//! scenario). When several streams compete, the scheduler interleaves and
+//! the recorded ranges are approximate; per-chunk records (`PacketSent`,
+//! `Acked`, `Abandoned`, `Arrived`, `Delivered`) stay exact, and a
+//! delivered interleaved message gets one `Delivered` record per run of
+//! consecutive units.
 
 pub mod congestion;
 mod handshake;
@@ -762,6 +863,11 @@ impl Association {
             chunks.insert(control_count, Chunk::Sack(sack));
         }
         if let Some(f) = forward {
+            if let Chunk::ForwardTsn(crate::wire::ForwardTsnChunk { new_cum_tsn, .. })
+            | Chunk::IForwardTsn(crate::wire::IForwardTsnChunk { new_cum_tsn, .. }) = &f
+            {
+                self.tx.fwd_last = Some((*new_cum_tsn, now));
+            }
             chunks.push(f);
             self.stats.forward_tsns_sent += 1;
             // RFC 3758 §3.5 F2 (with A3): T3 guards the FORWARD TSN.

@@ -1,7 +1,11 @@
 //! Sending side: message queue with TSNs assigned at submission (FIFO
-//! across streams), SACK processing (§6.2.1), RTT measurement (§6.3.1,
+//! across streams) or, with I-DATA, by the interleaving scheduler as
+//! fragments are cut; SACK processing (§6.2.1), RTT measurement (§6.3.1,
 //! Karn), T3-rtx (§6.3.2, §6.3.3), fast retransmit and fast recovery
-//! (§7.2.4), congestion and flow control when packetizing (§6.1, §7.2).
+//! (§7.2.4), congestion and flow control when packetizing (§6.1, §7.2);
+//! partial reliability (abandoning messages, the Advanced.Peer.Ack.Point
+//! and FORWARD TSN / I-FORWARD-TSN). The policies and choices are described
+//! in the [`association`](super) module docs.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -122,6 +126,13 @@ impl TxChunk {
     }
 }
 
+/// Fragments a stream may cut in one turn of the interleaving scheduler
+/// before the next stream with queued data gets its turn. Messages of up
+/// to this many fragments (about 5.7 KB at the default PMTU) are sent
+/// without interruption, so interleaving never delays their completion;
+/// longer ones let others in every few packets.
+pub(crate) const SCHED_QUANTUM: u32 = 4;
+
 /// A message waiting in the interleaving scheduler (I-DATA in use): no TSN
 /// yet; fragments are cut and numbered when the scheduler picks them.
 #[derive(Clone, Debug)]
@@ -191,6 +202,8 @@ pub(crate) struct Sender {
     pub(crate) sched: BTreeMap<u16, VecDeque<Pending>>,
     /// The stream the scheduler serves next (round robin).
     pub(crate) sched_rr: u16,
+    /// Fragments cut for `sched_rr` in its current turn.
+    pub(crate) sched_turn: u32,
     /// Fragments still to cut from the scheduler's messages.
     pub(crate) sched_frags: u64,
     /// Queued chunks with a partial-reliability policy (sweeps are skipped
@@ -198,6 +211,8 @@ pub(crate) struct Sender {
     pub(crate) pr_live: usize,
     /// A FORWARD TSN / I-FORWARD-TSN is to be sent (RFC 3758 §3.5 C3).
     pub(crate) fwd_pending: bool,
+    /// The new cumulative TSN of the last FORWARD TSN sent, and when.
+    pub(crate) fwd_last: Option<(Tsn, Instant)>,
     /// Largest fragment payload (DATA or I-DATA header subtracted).
     pub(crate) frag: usize,
 }
@@ -233,9 +248,11 @@ impl Sender {
             mid_unordered: Vec::new(),
             sched: BTreeMap::new(),
             sched_rr: 0,
+            sched_turn: 0,
             sched_frags: 0,
             pr_live: 0,
             fwd_pending: false,
+            fwd_last: None,
             frag: 1,
         }
     }
@@ -556,8 +573,11 @@ impl Association {
 
     /// The interleaving scheduler (I-DATA): cut the next fragment and append
     /// it to the queue with the next TSN. Streams with queued messages take
-    /// turns fragment by fragment (round robin); within a stream, messages
-    /// go whole and in submission order. Returns false when nothing waits.
+    /// turns (round robin): a turn ends with the end of a message or after
+    /// [`SCHED_QUANTUM`] fragments of a long one, so small messages finish
+    /// in one turn while a large message yields every few packets. Within a
+    /// stream, messages go whole and in submission order. Returns false
+    /// when nothing waits.
     fn pull_fragment(&mut self, now: Instant) -> bool {
         let tx = &mut self.tx;
         let Some(stream) = tx
@@ -630,8 +650,16 @@ impl Association {
         }
         tx.sched_frags = tx.sched_frags.saturating_sub(1);
         tx.pr_live += usize::from(chunk.is_pr());
+        // The stream keeps its turn until the message is complete or it
+        // has cut SCHED_QUANTUM fragments in this turn.
+        tx.sched_turn += 1;
+        if chunk.ending || tx.sched_turn >= SCHED_QUANTUM {
+            tx.sched_rr = stream.wrapping_add(1);
+            tx.sched_turn = 0;
+        } else {
+            tx.sched_rr = stream;
+        }
         tx.chunks.push_back(chunk);
-        tx.sched_rr = stream.wrapping_add(1);
         true
     }
 
@@ -1080,10 +1108,22 @@ impl Association {
         }
 
         // RFC 3758 §3.5 C1-C3: while abandoned chunks lie right after the
-        // cumulative ack point, (re)send the FORWARD TSN.
-        let forward_owed = self.tx.abandoned_prefix() > 0;
+        // cumulative ack point, (re)send the FORWARD TSN. A SACK that merely
+        // crossed our last FORWARD TSN on the way does not repeat it: it is
+        // repeated when the ack point moved since, or when a round trip
+        // passed without the peer acting on it (T3 covers the rest).
+        let skipped = self.tx.abandoned_prefix();
+        let forward_owed = skipped > 0;
         if forward_owed {
-            self.tx.fwd_pending = true;
+            let point = self.tx.cum_tsn().add(skipped as u32);
+            let rtt = self.rto.srtt.unwrap_or(self.rto.rto);
+            let repeat = match self.tx.fwd_last {
+                Some((sent, at)) => sent != point || now >= at + rtt,
+                None => true,
+            };
+            if repeat {
+                self.tx.fwd_pending = true;
+            }
         }
 
         // T3-rtx rules (§6.3.2 R2, R3).

@@ -331,7 +331,7 @@ fn parse_chunk(
         chunk_type::I_FORWARD_TSN => {
             // RFC 8260 §2.3.1: new cumulative TSN, then 8-byte entries
             // (stream, flags with U in the lowest bit, MID).
-            if val.len() < 4 || (val.len() - 4) % 8 != 0 {
+            if val.len() < 4 || (val.len() - 4) & 7 != 0 {
                 return Err(bad_len);
             }
             let n = (val.len() - 4) / 8;
