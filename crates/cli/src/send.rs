@@ -413,7 +413,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     // Counters and the negotiated options as they are before the close (the
     // driver may be gone once the association closed).
     let mut stats = handle
-        .call(|a: &mut Association, _| (a.stats().clone(), a.interleaving()))
+        .call(|a: &mut Association, _| (*a.stats(), a.interleaving()))
         .await
         .ok();
     // Wait (within the linger time) until everything is acknowledged, then
@@ -431,7 +431,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         if let Ok(s) = handle
-            .call(|a: &mut Association, _| (a.stats().clone(), a.interleaving()))
+            .call(|a: &mut Association, _| (*a.stats(), a.interleaving()))
             .await
         {
             stats = Some(s);
@@ -455,7 +455,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         }
     }
     if let Ok(s) = handle
-        .call(|a: &mut Association, _| (a.stats().clone(), a.interleaving()))
+        .call(|a: &mut Association, _| (*a.stats(), a.interleaving()))
         .await
     {
         stats = Some(s);
