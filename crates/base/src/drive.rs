@@ -38,10 +38,18 @@ pub enum AppEvent {
     Received {
         stream: u16,
         unordered: bool,
+        /// Payload protocol identifier of the message (SCTP: the PPID of
+        /// its DATA / I-DATA chunk, RFC 9260 §3.3.1; TCP: always 0).
+        ppid: u32,
         payload: Vec<u8>,
     },
     /// Send buffer space became available after a [`SendError::BufferFull`].
     Writable,
+    /// The peer restarted the association (SCTP, RFC 9260 §5.2.4 A): it
+    /// lost its state and set up a new incarnation with the same addresses.
+    /// The connection stays up, but messages queued or in flight before
+    /// the restart were dropped and sequence numbering starts afresh.
+    PeerRestarted,
     /// The connection ended. `error` is `None` for a graceful close.
     Closed { error: Option<String> },
 }

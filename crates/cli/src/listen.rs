@@ -38,6 +38,11 @@ pub(crate) struct Args {
     /// tags let an off-path attacker inject packets).
     #[arg(long, hide_short_help = true)]
     testing_fixed_seed: Option<u64>,
+    /// Send every datagram with its own system call (no UDP segmentation
+    /// offload): captures on loopback then show one SCTP packet per
+    /// datagram.
+    #[arg(long)]
+    no_gso: bool,
     /// Print each association as it starts and ends.
     #[arg(long, short)]
     verbose: bool,
@@ -123,6 +128,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(seed) = args.testing_fixed_seed {
         config.testing_fixed_seed(seed);
     }
+    config.segmentation_offload(!args.no_gso);
     let endpoint = Endpoint::bind(args.bind, config)?;
     let local = endpoint.local_addr();
     let echo = !args.discard;

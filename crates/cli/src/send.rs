@@ -65,6 +65,20 @@ pub(crate) struct Args {
     /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
     #[arg(long, alias = "mech", default_value = "production", value_parser = crate::util::parse_preset)]
     preset: Config,
+    /// Partial reliability (RFC 3758 timed reliability): give a message up
+    /// once it still needs a (re)transmission this many milliseconds after
+    /// it was sent. Needs a peer with FORWARD TSN support. Abandoned
+    /// messages are reported, not counted as lost.
+    #[arg(long)]
+    lifetime_ms: Option<u64>,
+    /// Partial reliability (RFC 7496 limited retransmissions): give a
+    /// message up when it would need more retransmissions than this.
+    #[arg(long)]
+    max_rtx: Option<u32>,
+    /// Offer message interleaving (RFC 8260 I-DATA; the production preset
+    /// offers it already); used if the peer offers it too.
+    #[arg(long)]
+    interleave: bool,
     /// Seed for the message sizes (default: from the OS clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -73,6 +87,11 @@ pub(crate) struct Args {
     /// tags let an off-path attacker inject packets).
     #[arg(long, hide_short_help = true)]
     testing_fixed_seed: Option<u64>,
+    /// Send every datagram with its own system call (no UDP segmentation
+    /// offload): captures on loopback then show one SCTP packet per
+    /// datagram.
+    #[arg(long)]
+    no_gso: bool,
     /// Bulk mode: send back to back (ignores --interval) without tracing,
     /// and report goodput, the longest stall and CPU time instead of
     /// per-message latency. With --duration, stop sending after that time.
@@ -126,6 +145,15 @@ struct Report {
     latency: &'static str,
     latency_ms: Option<LatencyMs>,
     retransmissions: u64,
+    /// Messages given up on (partial reliability, `--lifetime-ms`/`--max-rtx`).
+    abandoned: u64,
+    /// FORWARD TSN / I-FORWARD-TSN chunks sent.
+    forward_tsns_sent: u64,
+    /// Whether I-DATA was negotiated (offered by both sides).
+    interleaving: bool,
+    /// Echoed messages sent after an abandoned message of the same ordered
+    /// stream: the peer skipped the hole (FORWARD TSN) and went on.
+    echoed_after_abandoned: u64,
     /// Retransmissions the peer reported as duplicates (an estimate of the
     /// spurious ones).
     spurious_estimate: Option<u64>,
@@ -195,8 +223,9 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
+    // Abandoned messages (partial reliability) are given up on purpose.
     let ok = report.association_error.is_none()
-        && report.lost == 0
+        && report.lost <= report.abandoned
         && report.corrupted == 0
         && report.out_of_order == 0
         && report.sent == report.messages;
@@ -220,7 +249,19 @@ fn print_report(r: &Report) {
             None => String::new(),
         }
     );
-    if r.lost + r.corrupted + r.out_of_order > 0 {
+    if r.abandoned > 0 || r.interleaving {
+        println!(
+            "abandoned {} messages (FORWARD TSNs sent: {}); I-DATA {}",
+            r.abandoned,
+            r.forward_tsns_sent,
+            if r.interleaving {
+                "in use"
+            } else {
+                "not in use"
+            }
+        );
+    }
+    if r.lost.saturating_sub(r.abandoned) + r.corrupted + r.out_of_order > 0 {
         println!(
             "PROBLEMS: {} lost, {} corrupted, {} out of order",
             r.lost, r.corrupted, r.out_of_order
@@ -260,6 +301,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     if let Some(seed) = args.testing_fixed_seed {
         ep_config.testing_fixed_seed(seed);
     }
+    ep_config.segmentation_offload(!args.no_gso);
     let endpoint = Endpoint::bind(bind, ep_config)?;
     let seed = Seed(args.seed.unwrap_or_else(seed_from_clock));
     let mut sizes = seed.derive("cli.send.sizes").rng();
@@ -267,6 +309,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     transport.local_port = args.local_sctp_port;
     transport.remote_port = args.sctp_port;
     transport.max_message_size = args.size.max.max(transport.max_message_size);
+    transport.interleaving |= args.interleave;
     let mut config = AssociationConfig::from_transport(transport);
     config.trace(!args.bulk);
 
@@ -313,8 +356,10 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let mut next_echo_per_stream: BTreeMap<u16, u64> = BTreeMap::new();
     let mut rtts: Vec<Duration> = Vec::new();
     let mut echoed = 0u64;
+    let mut echoed_indices: Vec<u64> = Vec::new();
     let mut next = 0u64;
     let mut closed_error: Option<AssociationError> = None;
+    let partial = args.lifetime_ms.is_some() || args.max_rtx.is_some();
     let mut last_send = start;
 
     loop {
@@ -332,6 +377,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                     match waiting.get_mut(&m.data[..]).and_then(|q| q.pop_front()) {
                         Some((index, sent_at)) => {
                             echoed += 1;
+                            echoed_indices.push(index);
                             rtts.push(Duration::from_nanos((at - sent_at).as_nanos() as u64));
                             if !args.unordered {
                                 // Within one ordered stream echoes come back in send order.
@@ -350,7 +396,12 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
                 let body = payload(next, size);
                 let stream = (next % u64::from(args.streams)) as u16;
-                let options = SendOptions { unordered: args.unordered, ..SendOptions::default() };
+                let options = SendOptions {
+                    unordered: args.unordered,
+                    lifetime: args.lifetime_ms.map(std::time::Duration::from_millis),
+                    max_retransmissions: args.max_rtx,
+                    ..SendOptions::default()
+                };
                 // Waits while the send buffer is full.
                 match a.send(stream, &body, options).await {
                     Ok(()) => {
@@ -368,6 +419,16 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 }
             }
             _ = tokio::time::sleep_until(give_up.into()), if !sending => break,
+            // With partial reliability, abandoned messages are never echoed:
+            // once everything is sent, look every 20 ms whether the sender
+            // is idle and every message is echoed or abandoned.
+            _ = tokio::time::sleep(std::time::Duration::from_millis(20)), if !sending && partial => {
+                let s = a.stats();
+                let idle = s.buffered_send_bytes == 0 && s.flight_bytes == 0;
+                if idle && (!args.expect_echo || echoed + report.corrupted + s.abandoned_messages >= args.count) {
+                    break;
+                }
+            }
         }
     }
 
@@ -405,6 +466,9 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     // Read after the end: the counters are those of the association's end.
     let stats = a.stats();
     report.retransmissions = stats.retransmitted_chunks();
+    report.abandoned = stats.abandoned_messages;
+    report.forward_tsns_sent = stats.forward_tsns_sent;
+    report.interleaving = stats.interleaving;
     report.stats = Some(stats);
     let records = a.take_trace();
 
@@ -440,6 +504,22 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         .iter()
         .filter(|m| analysis.latency(m, LatencyKind::AckFromSend).is_some())
         .count() as u64;
+    // The first abandoned message per stream (message ids are our indices:
+    // both count accepted sends from 0).
+    let mut first_abandoned: BTreeMap<u16, u64> = BTreeMap::new();
+    for m in analysis.messages().iter().filter(|m| m.abandoned) {
+        let e = first_abandoned.entry(m.stream).or_insert(m.message);
+        *e = (*e).min(m.message);
+    }
+    if !args.unordered {
+        report.echoed_after_abandoned = echoed_indices
+            .iter()
+            .filter(|&&i| {
+                let stream = (i % u64::from(args.streams)) as u16;
+                first_abandoned.get(&stream).is_some_and(|&a| i > a)
+            })
+            .count() as u64;
+    }
     if args.expect_echo {
         report.echoed = Some(echoed);
         report.lost = args.count - echoed.min(args.count);

@@ -161,6 +161,12 @@ pub struct Config {
     pub trace: bool,
     /// Thin-stream and loss-recovery mechanisms; default = RFC behaviour.
     pub mechanisms: Mechanisms,
+    /// Message interleaving (RFC 8260): advertise I-DATA and I-FORWARD-TSN
+    /// in the Supported Extensions parameter and, when the peer advertises
+    /// I-DATA too, send user data as I-DATA so fragments of a large message
+    /// on one stream interleave with messages of other streams (see
+    /// `association::sender`). Off by default: plain DATA as in RFC 9260.
+    pub interleaving: bool,
 }
 
 impl Default for Config {
@@ -192,6 +198,7 @@ impl Default for Config {
             remote_port: 5000,
             trace: false,
             mechanisms: Mechanisms::default(),
+            interleaving: false,
         }
     }
 }
@@ -210,6 +217,16 @@ impl Config {
         (self.effective_pmtu()
             - crate::wire::COMMON_HEADER_LEN
             - crate::wire::DATA_CHUNK_HEADER_LEN)
+            & !3
+    }
+
+    /// Largest user-data payload of one I-DATA chunk (RFC 8260: its header
+    /// is 4 bytes longer than DATA's), rounded down to 4 like
+    /// [`Config::max_fragment`].
+    pub fn max_fragment_idata(&self) -> usize {
+        (self.effective_pmtu()
+            - crate::wire::COMMON_HEADER_LEN
+            - crate::wire::I_DATA_CHUNK_HEADER_LEN)
             & !3
     }
 

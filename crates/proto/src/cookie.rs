@@ -5,7 +5,7 @@
 //! Layout (all big-endian), version 1:
 //! `ver u8 | created u64 ns | life u64 ns | local_tag u32 | peer_tag u32 |
 //!  local_tie u32 | peer_tie u32 | local_tsn u32 | peer_tsn u32 | peer_rwnd u32 |
-//!  out_streams u16 | in_streams u16 | flags u8 | family u8 | ip [16] |
+//!  out_streams u16 | in_streams u16 | flags u8 (bit 0 FORWARD TSN, bit 1 I-DATA) | family u8 | ip [16] |
 //!  udp_port u16 | peer_sctp_port u16 | local_sctp_port u16 | mac [32]`.
 
 use hmac::{Hmac, Mac};
@@ -54,6 +54,8 @@ pub(crate) struct CookieContents {
     pub(crate) out_streams: u16,
     pub(crate) in_streams: u16,
     pub(crate) peer_forward_tsn: bool,
+    /// The INIT offered I-DATA (RFC 8260); flags bit 1.
+    pub(crate) peer_idata: bool,
     pub(crate) peer_addr: SocketAddr,
     pub(crate) peer_port: u16,
     pub(crate) local_port: u16,
@@ -112,7 +114,7 @@ impl CookieKey {
         }
         b.extend_from_slice(&c.out_streams.to_be_bytes());
         b.extend_from_slice(&c.in_streams.to_be_bytes());
-        b.push(u8::from(c.peer_forward_tsn));
+        b.push(u8::from(c.peer_forward_tsn) | (u8::from(c.peer_idata) << 1));
         match c.peer_addr.ip() {
             IpAddr::V4(a) => {
                 b.push(4);
@@ -156,7 +158,9 @@ impl CookieKey {
         let peer_rwnd = r.u32();
         let out_streams = r.u16();
         let in_streams = r.u16();
-        let peer_forward_tsn = r.u8() != 0;
+        let flags = r.u8();
+        let peer_forward_tsn = flags & 1 != 0;
+        let peer_idata = flags & 2 != 0;
         let family = r.u8();
         let ip = r.take16();
         let udp_port = r.u16();
@@ -189,6 +193,7 @@ impl CookieKey {
             out_streams,
             in_streams,
             peer_forward_tsn,
+            peer_idata,
             peer_addr: SocketAddr::new(ip, udp_port),
             peer_port,
             local_port,
@@ -246,6 +251,7 @@ mod tests {
             out_streams: 3,
             in_streams: 4,
             peer_forward_tsn: true,
+            peer_idata: false,
             peer_addr: "[::1]:9899".parse().unwrap(),
             peer_port: 5000,
             local_port: 5001,

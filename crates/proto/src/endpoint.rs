@@ -10,7 +10,7 @@ use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
 use thinstream_base::trace::Record;
 use thinstream_base::{Datagram, Instant, Rng, Seed};
 
-use crate::association::{answer_init_statelessly, ootb_response, Association, State};
+use crate::association::{answer_init_statelessly, ootb_response, Association, SendParams, State};
 use crate::config::Config;
 use crate::cookie::CookieKey;
 use crate::trace::Stats;
@@ -28,8 +28,12 @@ impl fmt::Display for AssociationId {
 
 /// One local address serving any number of peers.
 ///
-/// Incoming packets are routed by (source address, verification tag); INIT,
-/// COOKIE ECHO and T-bit packets fall back to the source address. An INIT
+/// Incoming packets are routed by (source address, source SCTP port,
+/// verification tag); INIT, COOKIE ECHO and T-bit packets fall back to the
+/// source address and port. An association is named by both addresses and
+/// both SCTP ports (RFC 9260 §1.5.2, §8.5): a packet whose tag matches an
+/// association but whose ports do not is not routed to it (it is
+/// out of the blue, or discarded when addressed to another local port). An INIT
 /// from an unknown peer is answered with a signed cookie and nothing is
 /// stored; the association is created only by a valid COOKIE ECHO.
 ///
@@ -52,11 +56,12 @@ pub struct Endpoint {
     key: CookieKey,
     accept: bool,
     assocs: BTreeMap<AssociationId, Association>,
-    by_tag: BTreeMap<(SocketAddr, u32), AssociationId>,
-    /// (peer address, peer SCTP port, our SCTP port): one association per
-    /// pair of SCTP transport addresses (RFC 9260 §1.4, §5.2).
+    /// (peer address, peer SCTP port, our tag) -> association.
+    by_tag: BTreeMap<(SocketAddr, u16, u32), AssociationId>,
+    /// (peer address, peer SCTP port, our SCTP port) -> association: one
+    /// association per pair of SCTP transport addresses (RFC 9260 §1.4).
     by_addr: BTreeMap<(SocketAddr, u16, u16), AssociationId>,
-    keys: BTreeMap<AssociationId, (SocketAddr, u32, u16, u16)>,
+    keys: BTreeMap<AssociationId, (SocketAddr, u16, u32, u16)>,
     out: VecDeque<Datagram>,
     trace: VecDeque<Record>,
     stats: Stats,
@@ -248,6 +253,22 @@ impl Endpoint {
         }
     }
 
+    /// Queue a message on association `id` with the options of
+    /// [`SendParams`] (PPID, partial reliability; see
+    /// [`Association::send_with`]).
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        id: AssociationId,
+        params: &SendParams,
+        payload: &[u8],
+    ) -> Result<u64, SendError> {
+        match self.assocs.get_mut(&id) {
+            Some(a) => a.send_with(now, params, payload),
+            None => Err(SendError::NotConnected),
+        }
+    }
+
     /// Graceful shutdown of association `id`.
     pub fn close(&mut self, now: Instant, id: AssociationId) {
         if let Some(a) = self.assocs.get_mut(&id) {
@@ -263,9 +284,9 @@ impl Endpoint {
     }
 
     fn reindex(&mut self, id: AssociationId) {
-        if let Some((addr, tag, peer_port, local_port)) = self.keys.remove(&id) {
-            self.by_tag.remove(&(addr, tag));
-            let k = (addr, peer_port, local_port);
+        if let Some((addr, port, tag, local_port)) = self.keys.remove(&id) {
+            self.by_tag.remove(&(addr, port, tag));
+            let k = (addr, port, local_port);
             if self.by_addr.get(&k) == Some(&id) {
                 self.by_addr.remove(&k);
             }
@@ -274,11 +295,11 @@ impl Endpoint {
             return;
         };
         if let Some(addr) = a.remote_addr() {
-            let (peer_port, local_port) = (a.peer_port(), a.config().local_port);
-            self.by_tag.insert((addr, a.local_tag()), id);
-            self.by_addr.insert((addr, peer_port, local_port), id);
+            let (port, local_port) = (a.peer_port(), a.config().local_port);
+            self.by_tag.insert((addr, port, a.local_tag()), id);
+            self.by_addr.insert((addr, port, local_port), id);
             self.keys
-                .insert(id, (addr, a.local_tag(), peer_port, local_port));
+                .insert(id, (addr, port, a.local_tag(), local_port));
         }
     }
 
@@ -314,6 +335,13 @@ impl Endpoint {
             }
         };
         self.now_hint = now;
+        if packet.dst_port != self.config.local_port {
+            // Another SCTP port behind the same UDP socket: not ours.
+            self.stats.packets_received += 1;
+            self.stats.bytes_received += len as u64;
+            self.discard(now, "wrong-port");
+            return;
+        }
         let id = self.route(d.src, &packet);
         if let Some(id) = id {
             if let Some(a) = self.assocs.get_mut(&id) {
@@ -382,7 +410,7 @@ impl Endpoint {
     }
 
     fn route(&self, src: SocketAddr, p: &Packet) -> Option<AssociationId> {
-        if let Some(id) = self.by_tag.get(&(src, p.verification_tag)) {
+        if let Some(id) = self.by_tag.get(&(src, p.src_port, p.verification_tag)) {
             return Some(*id);
         }
         // Packets whose tag is legitimately not our tag: INIT (0), COOKIE

@@ -51,7 +51,7 @@ pub mod trace;
 pub mod wire;
 
 pub use association::congestion::{AckInfo, Congestion, LossKind};
-pub use association::{Association, State};
+pub use association::{Association, SendParams, State};
 pub use config::{Config, DelayedSack};
 pub use endpoint::{AssociationId, Endpoint, Entropy};
 pub use mechanism::{Mechanisms, PresetError};

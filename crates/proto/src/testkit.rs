@@ -244,6 +244,7 @@ impl Pair {
                 stream,
                 unordered,
                 payload,
+                ..
             } => {
                 out.push((*stream, *unordered, payload.clone()));
                 false

@@ -39,6 +39,11 @@ pub struct Stats {
     pub heartbeat_acks_received: u64,
     pub init_retransmits: u64,
     pub forward_tsns_received: u64,
+    /// FORWARD TSN / I-FORWARD-TSN chunks sent (partial reliability).
+    pub forward_tsns_sent: u64,
+    /// Messages given up on by partial reliability (lifetime passed or
+    /// retransmission limit reached, RFC 3758 / RFC 7496).
+    pub abandoned_messages: u64,
     /// Unrecognized chunk types received.
     pub unknown_chunks: u64,
     /// RTT samples applied to the estimator (DATA, HEARTBEAT-ACK, handshake).
@@ -110,6 +115,8 @@ impl Stats {
             heartbeat_acks_received,
             init_retransmits,
             forward_tsns_received,
+            forward_tsns_sent,
+            abandoned_messages,
             unknown_chunks,
             rtt_samples,
             data_rtt_samples,

@@ -257,6 +257,116 @@ fn endpoint_to_endpoint() {
     assert!(got.contains(&AppEvent::Received {
         stream: 0,
         unordered: false,
+        ppid: 0,
         payload: b"via endpoints".to_vec()
     }));
+}
+
+/// A packet built by hand from client `i`'s address to the server.
+fn crafted(src: SocketAddr, p: &Packet) -> Datagram {
+    Datagram {
+        src,
+        dst: server_addr(),
+        payload: p.to_bytes(),
+    }
+}
+
+// RFC 9260 §8.5 with §1.5.2: an association is named by both addresses and
+// both ports. A packet from the peer's address carrying the association's
+// verification tag, but from another SCTP source port (or to another local
+// port), must not reach it: here an ABORT that would otherwise close it and
+// DATA that would otherwise be delivered.
+#[test]
+fn tag_match_with_other_ports_does_not_touch_the_association() {
+    use thinstream_proto::wire::{AbortChunk, DataChunk, Ssn, Tsn};
+    let mut net = Net::new(1);
+    net.drive_for(Duration::from_millis(100));
+    let id = net.server.associations().next().unwrap();
+    let a = net.server.association(id).unwrap();
+    let (tag, port, local_port) = (a.local_tag(), a.peer_port(), net.server.config().local_port);
+    let next_tsn = Tsn(0); // any TSN: the packet must not be looked at
+    let data = Chunk::Data(DataChunk {
+        tsn: next_tsn,
+        stream: 0,
+        ssn: Ssn(0),
+        ppid: 0,
+        unordered: true,
+        beginning: true,
+        ending: true,
+        immediate: false,
+        payload: bytes::Bytes::from_static(b"spoofed"),
+    });
+    let abort = Chunk::Abort(AbortChunk {
+        t_bit: false,
+        causes: vec![],
+    });
+    let now = net.now;
+    for (src_port, dst_port) in [
+        (port.wrapping_add(1), local_port),
+        (port, local_port.wrapping_add(1)),
+    ] {
+        for chunk in [data.clone(), abort.clone()] {
+            let p = Packet {
+                src_port,
+                dst_port,
+                verification_tag: tag,
+                chunks: vec![chunk],
+            };
+            net.server.handle_datagram(now, crafted(client_addr(0), &p));
+        }
+    }
+    net.drive_for(Duration::from_millis(100));
+    let a = net
+        .server
+        .association(id)
+        .expect("the association is still there");
+    assert!(a.is_established());
+    assert_eq!(a.stats().data_chunks_received, 0);
+    assert!(!net
+        .server_events
+        .iter()
+        .any(|(_, e)| matches!(e, AppEvent::Closed { .. } | AppEvent::Received { .. })));
+    // The same packets from the right ports do reach it (the ABORT closes it).
+    let p = Packet {
+        src_port: port,
+        dst_port: local_port,
+        verification_tag: tag,
+        chunks: vec![abort],
+    };
+    let now = net.now;
+    net.server.handle_datagram(now, crafted(client_addr(0), &p));
+    net.flush();
+    assert!(net
+        .server_events
+        .iter()
+        .any(|(i, e)| *i == id && matches!(e, AppEvent::Closed { error: Some(_) })));
+}
+
+// The single-peer `Association` applies the same rule.
+#[test]
+fn association_ignores_its_tag_from_another_port() {
+    use thinstream_proto::testkit::{server_addr as srv, Pair, Side};
+    use thinstream_proto::wire::AbortChunk;
+    let mut p = Pair::default_traced(3);
+    p.connect();
+    let tag = p.client.local_tag();
+    let abort = Packet {
+        src_port: p.client.peer_port().wrapping_add(7),
+        dst_port: p.client.config().local_port,
+        verification_tag: tag,
+        chunks: vec![Chunk::Abort(AbortChunk {
+            t_bit: false,
+            causes: vec![],
+        })],
+    };
+    let now = p.now;
+    let before = p.client.stats().discarded_packets;
+    p.client.handle_packet(now, srv(), abort, 16);
+    p.flush();
+    assert!(p.client.is_established());
+    assert_eq!(p.closed(Side::Client), None);
+    assert_eq!(p.client.stats().discarded_packets, before + 1);
+    assert!(p.client_trace.iter().any(
+        |r| matches!(r, thinstream_base::trace::Record::Discarded { why, .. } if why == "wrong-port")
+    ));
 }

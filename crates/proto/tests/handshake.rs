@@ -35,7 +35,7 @@ fn one_message() {
 
 use thinstream_base::{Instant, Seed};
 use thinstream_proto::testkit::{client_addr, server_addr};
-use thinstream_proto::wire::chunk_type;
+use thinstream_proto::wire::{chunk_type, Chunk};
 use thinstream_proto::{Association, Config};
 
 fn established_at(p: &Pair, side: Side) -> Option<Instant> {
@@ -298,6 +298,21 @@ fn peer_restart() {
     assert!(p.server_trace.iter().any(
         |r| matches!(r, thinstream_base::trace::Record::State { state, .. } if state == "restarted")
     ));
+    // The server's application learns of the restart, once, and sees no
+    // second `Established`.
+    use thinstream_base::drive::AppEvent;
+    let restarted = p
+        .server_events
+        .iter()
+        .filter(|e| **e == AppEvent::PeerRestarted)
+        .count();
+    let established = p
+        .server_events
+        .iter()
+        .filter(|e| **e == AppEvent::Established)
+        .count();
+    assert_eq!((restarted, established), (1, 1), "{:?}", p.server_events);
+    assert!(!p.client_events.contains(&AppEvent::PeerRestarted));
     p.send(Side::Client, 0, false, b"after restart").unwrap();
     p.drive_for(Duration::from_secs(1));
     assert_eq!(
@@ -395,4 +410,88 @@ fn connection_refused() {
     let err = p.closed(Side::Client).unwrap().unwrap();
     assert!(err.contains("aborted by peer"), "{err}");
     assert_eq!(p.client.stats().init_retransmits, 0);
+}
+
+/// The ABORT `side` sent last, if any: (its tag, whether the T bit is set).
+fn last_abort(p: &Pair, side: Side) -> Option<(u32, bool)> {
+    p.sent
+        .iter()
+        .rev()
+        .filter(|s| s.from == side)
+        .find_map(|s| {
+            s.packet.chunks.iter().find_map(|c| match c {
+                Chunk::Abort(a) => Some((s.packet.verification_tag, a.t_bit)),
+                _ => None,
+            })
+        })
+}
+
+// When an association gives up on its peer (§8.1: Association.Max.Retrans
+// exceeded by T3 expiries; §8.3 unanswered heartbeats; T1-cookie
+// exhausted), it tells the peer with an ABORT carrying the peer's tag, so
+// a peer that is alive but cut off in one direction closes too instead of
+// waiting for its own timeouts.
+#[test]
+fn giving_up_sends_abort() {
+    let small = Config {
+        association_max_retrans: 2,
+        max_init_retransmits: 2,
+        ..Config::default().with_trace()
+    };
+    // 1. T3: every DATA packet is lost.
+    let mut p = Pair::new(
+        small.clone(),
+        small.clone(),
+        Duration::from_millis(50),
+        Seed(41),
+    );
+    p.connect();
+    p.drop_chunk(Side::Client, chunk_type::DATA, 1000);
+    p.send(Side::Client, 0, false, b"into the void").unwrap();
+    p.drive_for(Duration::from_secs(60));
+    let why = p
+        .closed(Side::Client)
+        .expect("client gave up")
+        .expect("an error");
+    assert!(why.contains("too many retransmissions"), "{why}");
+    assert_eq!(
+        last_abort(&p, Side::Client),
+        Some((p.server.local_tag(), false))
+    );
+    let peer = p
+        .closed(Side::Server)
+        .expect("server closed")
+        .expect("an error");
+    assert!(peer.contains("aborted by peer"), "{peer}");
+
+    // 2. Heartbeats: the server's packets never arrive.
+    let mut p = Pair::new(
+        small.clone(),
+        small.clone(),
+        Duration::from_millis(50),
+        Seed(42),
+    );
+    p.connect();
+    let server_tag = p.client.peer_tag();
+    p.drop_next(Side::Server, 100_000, |_| true);
+    p.drive_for(Duration::from_secs(600));
+    let why = p
+        .closed(Side::Client)
+        .expect("client gave up")
+        .expect("an error");
+    assert!(why.contains("heartbeats"), "{why}");
+    assert_eq!(last_abort(&p, Side::Client), Some((server_tag, false)));
+    assert!(p.closed(Side::Server).expect("server closed").is_some());
+
+    // 3. COOKIE-ECHOED: the COOKIE ACKs are lost, the server is established.
+    let mut p = Pair::new(small.clone(), small, Duration::from_millis(50), Seed(43));
+    p.drop_chunk(Side::Server, chunk_type::COOKIE_ACK, 1000);
+    p.drive_for(Duration::from_secs(60));
+    let why = p
+        .closed(Side::Client)
+        .expect("client gave up")
+        .expect("an error");
+    assert!(why.contains("Max.Init.Retransmits"), "{why}");
+    assert!(last_abort(&p, Side::Client).is_some());
+    assert!(p.closed(Side::Server).expect("server closed").is_some());
 }

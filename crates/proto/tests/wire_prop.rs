@@ -12,7 +12,7 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use thinstream_proto::wire::*;
 
-const KNOWN_CHUNKS: [u8; 14] = [
+const KNOWN_CHUNKS: [u8; 16] = [
     chunk_type::DATA,
     chunk_type::INIT,
     chunk_type::INIT_ACK,
@@ -27,6 +27,8 @@ const KNOWN_CHUNKS: [u8; 14] = [
     chunk_type::COOKIE_ACK,
     chunk_type::SHUTDOWN_COMPLETE,
     chunk_type::FORWARD_TSN,
+    chunk_type::I_DATA,
+    chunk_type::I_FORWARD_TSN,
 ];
 
 const KNOWN_PARAMS: [u16; 9] = [
@@ -148,6 +150,38 @@ fn chunk() -> impl Strategy<Value = Chunk> {
                 streams: s.into_iter().map(|(stream, ssn)| ForwardTsnStream { stream, ssn }).collect(),
             })
         }),
+        2 => (
+            tsn(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<[bool; 4]>(),
+            bytes(40)
+        )
+            .prop_map(|(tsn, stream, mid, ppid_fsn, [unordered, beginning, ending, immediate], payload)| {
+                Chunk::IData(IDataChunk {
+                    tsn,
+                    stream,
+                    mid,
+                    ppid_fsn,
+                    unordered,
+                    beginning,
+                    ending,
+                    immediate,
+                    payload,
+                })
+            }),
+        1 => (tsn(), prop::collection::vec((any::<u16>(), any::<bool>(), any::<u32>()), 0..5)).prop_map(
+            |(new_cum_tsn, s)| {
+                Chunk::IForwardTsn(IForwardTsnChunk {
+                    new_cum_tsn,
+                    streams: s
+                        .into_iter()
+                        .map(|(stream, unordered, mid)| IForwardTsnStream { stream, unordered, mid })
+                        .collect(),
+                })
+            }
+        ),
         1 => (any::<u8>().prop_filter("kind the codec knows", |k| !KNOWN_CHUNKS.contains(k)), any::<u8>(), bytes(21))
             .prop_map(|(kind, flags, value)| Chunk::Unknown(UnknownChunk { kind, flags, value })),
     ]

@@ -381,12 +381,12 @@ fn unknown_chunk_keeps_type_flags_and_value() {
     );
     assert_eq!(Unrecognized::for_chunk(0x82), Unrecognized::Skip);
     // An unknown chunk followed by a known one: both kept, in order.
-    let p = Packet::parse_unchecked(&hex(&format!("{HDR} 40 00 0004 0b 00 0004"))).unwrap();
+    let p = Packet::parse_unchecked(&hex(&format!("{HDR} 41 00 0004 0b 00 0004"))).unwrap();
     assert_eq!(
         p.chunks,
         vec![
             Chunk::Unknown(UnknownChunk {
-                kind: 0x40,
+                kind: 0x41,
                 flags: 0,
                 value: Bytes::new()
             }),
@@ -563,4 +563,78 @@ fn errors_display() {
     let e: Box<dyn std::error::Error> = Box::new(WireError::BadChunkLength { kind: 0, length: 3 });
     assert_eq!(e.to_string(), "chunk type 0x00 has invalid length 3");
     assert_eq!(cause_code::name(cause_code::NO_USER_DATA), "No User Data");
+}
+
+// RFC 8260 §2.1: I-DATA = type 64, flags (I U B E), length, TSN, stream,
+// 16 reserved bits, MID, then PPID on the first fragment / FSN on the others.
+#[test]
+fn idata_chunk_layout() {
+    let first = IDataChunk {
+        tsn: Tsn(0x0102_0304),
+        stream: 7,
+        mid: 0x0a0b_0c0d,
+        ppid_fsn: 51,
+        unordered: false,
+        beginning: true,
+        ending: false,
+        immediate: true,
+        payload: Bytes::from_static(b"abcde"),
+    };
+    assert_eq!((first.ppid(), first.fsn()), (51, 0));
+    check_chunk(
+        "40 0a 0019 01020304 0007 0000 0a0b0c0d 00000033 6162636465 000000",
+        Chunk::IData(first),
+    );
+    let later = IDataChunk {
+        tsn: Tsn(9),
+        stream: 1,
+        mid: 2,
+        ppid_fsn: 3,
+        unordered: true,
+        beginning: false,
+        ending: true,
+        immediate: false,
+        payload: Bytes::from_static(b"wxyz"),
+    };
+    assert_eq!((later.ppid(), later.fsn()), (0, 3));
+    check_chunk(
+        "40 05 0018 00000009 0001 0000 00000002 00000003 7778797a",
+        Chunk::IData(later),
+    );
+    // Shorter than the 20-byte header: a framing error, not a panic.
+    let short = hex(&format!("{HDR} 40 03 0010 00000001 0000 0000 00000000"));
+    assert!(matches!(
+        Packet::parse_unchecked(&short),
+        Err(WireError::BadChunkLength { kind: 0x40, .. })
+    ));
+}
+
+// RFC 8260 §2.3.1: I-FORWARD-TSN = type 194, new cumulative TSN, then
+// 8-byte entries (stream, 15 reserved bits and U, MID).
+#[test]
+fn iforward_tsn_chunk_layout() {
+    check_chunk(
+        "c2 00 0018 00000063 0001 0000 00000006 0002 0001 00000008",
+        Chunk::IForwardTsn(IForwardTsnChunk {
+            new_cum_tsn: Tsn(99),
+            streams: vec![
+                IForwardTsnStream {
+                    stream: 1,
+                    unordered: false,
+                    mid: 6,
+                },
+                IForwardTsnStream {
+                    stream: 2,
+                    unordered: true,
+                    mid: 8,
+                },
+            ],
+        }),
+    );
+    // An entry cut short: a framing error.
+    let bad = hex(&format!("{HDR} c2 00 000c 00000063 0001 0000"));
+    assert!(matches!(
+        Packet::parse_unchecked(&bad),
+        Err(WireError::BadChunkLength { kind: 0xc2, .. })
+    ));
 }

@@ -524,6 +524,7 @@ impl App for Sink {
                 stream,
                 unordered,
                 payload,
+                ..
             } => {
                 self.report
                     .streams
@@ -541,7 +542,7 @@ impl App for Sink {
                 }
             }
             AppEvent::Closed { error } => self.report.closed = Some(error),
-            AppEvent::Writable => {}
+            AppEvent::Writable | AppEvent::PeerRestarted => {}
         }
     }
 
@@ -608,6 +609,7 @@ impl App for Echo {
             stream,
             unordered,
             payload,
+            ..
         } = &event
         {
             self.waiting

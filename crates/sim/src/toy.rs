@@ -126,6 +126,7 @@ impl Transport for UnreliableDatagram {
         self.app.push_back(AppEvent::Received {
             stream: h.stream,
             unordered,
+            ppid: 0,
             payload,
         });
     }
@@ -305,6 +306,7 @@ impl Transport for StopAndWait {
                     self.app.push_back(AppEvent::Received {
                         stream: h.stream,
                         unordered,
+                        ppid: 0,
                         payload,
                     });
                 }

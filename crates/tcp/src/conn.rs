@@ -785,6 +785,7 @@ impl TcpConnection {
             self.app.push_back(AppEvent::Received {
                 stream: 0,
                 unordered: false,
+                ppid: 0,
                 payload: bytes,
             });
         }

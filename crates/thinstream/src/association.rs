@@ -7,8 +7,8 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use thinstream_base::drive::{Outgoing, SendError as CoreSendError};
-use thinstream_proto::{AssociationId, Mechanisms};
+use thinstream_base::drive::SendError as CoreSendError;
+use thinstream_proto::{AssociationId, Mechanisms, SendParams};
 
 use crate::error::{AssociationError, SendError};
 use crate::state::Shared;
@@ -151,6 +151,15 @@ impl Association {
             .and_then(|a| a.remote_addr())
     }
 
+    /// Whether message interleaving (RFC 8260 I-DATA) is in use: both
+    /// sides offered it ([`crate::TransportConfig::interleaving`]).
+    pub fn interleaving(&self) -> bool {
+        let st = self.shared().lock();
+        st.ep
+            .association(self.inner.id)
+            .is_some_and(|a| a.interleaving())
+    }
+
     /// Outbound streams negotiated with the peer (0 before the handshake
     /// completes or after the association ends).
     pub fn outbound_streams(&self) -> u16 {
@@ -171,17 +180,15 @@ impl Association {
         options: SendOptions,
     ) -> Result<(), SendError> {
         let data = data.as_ref();
-        if options.is_partially_reliable() {
-            return Err(SendError::Unsupported(
-                "partial reliability (lifetime / max_retransmissions) is not implemented yet"
-                    .into(),
-            ));
-        }
-        if options.ppid != 0 {
-            return Err(SendError::Unsupported(
-                "a non-zero ppid is not implemented yet".into(),
-            ));
-        }
+        let params = SendParams {
+            stream,
+            unordered: options.unordered,
+            ppid: options.ppid,
+            lifetime: options
+                .lifetime
+                .map(|d| thinstream_base::Duration::from_nanos(d.as_nanos() as u64)),
+            max_retransmissions: options.max_retransmissions,
+        };
         let id = self.inner.id;
         let r = poll_fn(|cx| {
             let mut st = self.shared().lock();
@@ -192,12 +199,7 @@ impl Association {
                 return Poll::Ready(Err(SendError::Closed(e.clone())));
             }
             let now = self.shared().clock.now();
-            let m = Outgoing {
-                stream,
-                unordered: options.unordered,
-                payload: data,
-            };
-            match st.ep.send(now, id, m) {
+            match st.ep.send_with(now, id, &params, data) {
                 Ok(_) => Poll::Ready(Ok(())),
                 Err(CoreSendError::BufferFull) => {
                     if let Some(slot) = st.slots.get_mut(&id) {

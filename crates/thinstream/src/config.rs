@@ -143,6 +143,7 @@ pub struct EndpointConfig {
     pub(crate) max_pending_incoming: usize,
     pub(crate) socket_buffer: usize,
     pub(crate) fixed_seed: Option<u64>,
+    pub(crate) gso: bool,
 }
 
 impl Default for EndpointConfig {
@@ -160,6 +161,7 @@ impl EndpointConfig {
             max_pending_incoming: 1024,
             socket_buffer: 4 << 20,
             fixed_seed: None,
+            gso: true,
         }
     }
 
@@ -203,6 +205,15 @@ impl EndpointConfig {
     /// (the kernel may cap it: see `net.core.rmem_max`).
     pub fn socket_buffer(&mut self, bytes: usize) -> &mut Self {
         self.socket_buffer = bytes;
+        self
+    }
+
+    /// Send runs of equal-size datagrams to one peer with one system call
+    /// (UDP generic segmentation offload, where the OS has it). On by
+    /// default; turn it off when capturing on loopback, where a capture
+    /// shows each run as one oversized datagram.
+    pub fn segmentation_offload(&mut self, on: bool) -> &mut Self {
+        self.gso = on;
         self
     }
 

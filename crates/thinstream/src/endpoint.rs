@@ -78,7 +78,7 @@ impl Endpoint {
         let rt = tokio::runtime::Handle::try_current().map_err(|_| BindError::NoRuntime)?;
         let io = {
             let _guard = rt.enter();
-            UdpIo::bind(addr, config.socket_buffer)
+            UdpIo::bind(addr, config.socket_buffer, config.gso)
                 .map_err(|source| BindError::Io { addr, source })?
         };
         let local = io

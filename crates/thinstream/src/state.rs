@@ -159,15 +159,17 @@ impl State {
                         new_incoming.push(id);
                     }
                 }
+                AppEvent::PeerRestarted => slot.push_event(Event::PeerRestarted),
                 AppEvent::Received {
                     stream,
                     unordered,
                     payload,
+                    ppid,
                 } => {
                     slot.recv_bytes += payload.len();
                     slot.recv.push_back(Message {
                         stream,
-                        ppid: 0,
+                        ppid,
                         unordered,
                         data: Bytes::from(payload),
                     });

@@ -63,6 +63,12 @@ pub struct AssociationStats {
     /// a newer packet's SACK.
     pub t3_expiries: u64,
     pub t3_postponed: u64,
+    /// Messages given up on (partial reliability) and FORWARD TSN /
+    /// I-FORWARD-TSN chunks sent to tell the peer.
+    pub abandoned_messages: u64,
+    pub forward_tsns_sent: u64,
+    /// Message interleaving (RFC 8260 I-DATA) in use.
+    pub interleaving: bool,
     /// Fast-recovery episodes.
     pub fast_recoveries: u64,
     /// TSNs the peer reported receiving twice: an upper bound on spurious
@@ -119,6 +125,9 @@ impl AssociationStats {
             t3_expiries: s.t3_expiries,
             t3_postponed: s.t3_postponed,
             fast_recoveries: s.fast_recoveries,
+            abandoned_messages: s.abandoned_messages,
+            forward_tsns_sent: s.forward_tsns_sent,
+            interleaving: a.interleaving(),
             spurious_estimate: s.duplicates_reported,
             packets_sent: s.packets_sent,
             bytes_sent: s.bytes_sent,

@@ -90,7 +90,7 @@ fn gso_refused(e: &io::Error) -> bool {
 impl UdpIo {
     /// Bind `addr`, non-blocking, with kernel buffers of `buffer` bytes each
     /// way if the kernel allows.
-    pub(crate) fn bind(addr: SocketAddr, buffer: usize) -> io::Result<UdpIo> {
+    pub(crate) fn bind(addr: SocketAddr, buffer: usize, gso: bool) -> io::Result<UdpIo> {
         let std_socket = std::net::UdpSocket::bind(addr)?;
         std_socket.set_nonblocking(true)?;
         let state = UdpSocketState::new((&std_socket).into())?;
@@ -98,7 +98,11 @@ impl UdpIo {
         let _ = state.set_send_buffer_size((&std_socket).into(), buffer);
         let _ = state.set_recv_buffer_size((&std_socket).into(), buffer);
         let socket = UdpSocket::from_std(std_socket)?;
-        let max_gso = AtomicUsize::new(state.max_gso_segments().max(1));
+        let max_gso = AtomicUsize::new(if gso {
+            state.max_gso_segments().max(1)
+        } else {
+            1
+        });
         Ok(UdpIo {
             socket,
             state,

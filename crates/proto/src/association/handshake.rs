@@ -40,6 +40,8 @@ fn random_tag(rng: &mut Rng) -> u32 {
 #[derive(Debug, Default)]
 struct PeerParams {
     forward_tsn: bool,
+    /// I-DATA in the Supported Extensions (RFC 8260 §2.2.3).
+    idata: bool,
     cookie: Option<Bytes>,
     preservative_ms: u32,
     addresses: Vec<std::net::IpAddr>,
@@ -56,6 +58,9 @@ fn read_params(params: &[Param]) -> PeerParams {
             Param::SupportedExtensions(v) => {
                 if v.contains(&chunk_type::FORWARD_TSN) {
                     out.forward_tsn = true;
+                }
+                if v.contains(&chunk_type::I_DATA) {
+                    out.idata = true;
                 }
             }
             Param::StateCookie(c) => out.cookie = Some(c.clone()),
@@ -91,13 +96,16 @@ fn check_init(init: &InitChunk) -> Result<(), Option<ErrorCause>> {
     Ok(())
 }
 
-/// Our INIT / INIT ACK parameters: Forward-TSN-Supported (RFC 3758) and
-/// nothing else, in particular no address parameters.
-fn our_params() -> Vec<Param> {
-    vec![
-        Param::ForwardTsnSupported,
-        Param::SupportedExtensions(vec![chunk_type::FORWARD_TSN]),
-    ]
+/// Our INIT / INIT ACK parameters: Forward-TSN-Supported (RFC 3758), the
+/// Supported Extensions listing FORWARD TSN and, with
+/// [`Config::interleaving`], I-DATA and I-FORWARD-TSN (RFC 8260 §2.2.3),
+/// and nothing else, in particular no address parameters.
+fn our_params(config: &Config) -> Vec<Param> {
+    let mut ext = vec![chunk_type::FORWARD_TSN];
+    if config.interleaving {
+        ext.extend([chunk_type::I_DATA, chunk_type::I_FORWARD_TSN]);
+    }
+    vec![Param::ForwardTsnSupported, Param::SupportedExtensions(ext)]
 }
 
 /// Build the INIT ACK answering `init` from `src` (§5.1 B), with a signed
@@ -129,12 +137,13 @@ fn build_init_ack(
         out_streams: config.outbound_streams.max(1).min(init.inbound_streams),
         in_streams: config.max_inbound_streams.max(1).min(init.outbound_streams),
         peer_forward_tsn: pp.forward_tsn,
+        peer_idata: pp.idata,
         peer_addr: src,
         peer_port: src_port,
         local_port: config.local_port,
     };
     let mut params = vec![Param::StateCookie(Bytes::from(key.seal(&contents)))];
-    params.extend(our_params());
+    params.extend(our_params(config));
     for p in &pp.report {
         let mut tlv = Vec::with_capacity(p.encoded_len());
         p.emit(&mut tlv);
@@ -284,7 +293,7 @@ impl Association {
             outbound_streams: self.config.outbound_streams.max(1),
             inbound_streams: self.config.max_inbound_streams.max(1),
             initial_tsn: self.tx.initial_tsn,
-            params: our_params(),
+            params: our_params(&self.config),
         };
         self.init = Some(init.clone());
         self.control.push_back(Chunk::Init(init));
@@ -304,16 +313,28 @@ impl Association {
         peer_rwnd: u32,
         out_streams: u16,
         in_streams: u16,
-        forward_tsn: bool,
+        (forward_tsn, idata): (bool, bool),
     ) {
         self.local_tag = local_tag;
         self.peer_tag = peer_tag;
         self.out_streams = out_streams;
         self.in_streams = in_streams;
         self.peer_forward_tsn = forward_tsn;
+        self.peer_idata = idata;
         self.tx = Sender::new(local_tsn, peer_rwnd);
         self.tx.rtt_mode = self.config.mechanisms.rtt_sampling;
         self.tx.ssn = vec![Ssn(0); usize::from(out_streams)];
+        // RFC 8260 §2.2.3: I-DATA only when both sides offered it.
+        self.tx.idata = self.config.interleaving && idata;
+        self.tx.frag = if self.tx.idata {
+            self.config.max_fragment_idata()
+        } else {
+            self.config.max_fragment()
+        };
+        if self.tx.idata {
+            self.tx.mid_ordered = vec![0; usize::from(out_streams)];
+            self.tx.mid_unordered = vec![0; usize::from(out_streams)];
+        }
         self.rx = Receiver::new(peer_tsn, self.config.receive_buffer);
         self.rx.set_streams(in_streams);
         self.cc = Congestion::new(self.config.initial_cwnd_bytes(), self.config.mtu_bytes());
@@ -368,7 +389,7 @@ impl Association {
             c.peer_rwnd,
             c.out_streams,
             c.in_streams,
-            c.peer_forward_tsn,
+            (c.peer_forward_tsn, c.peer_idata),
         );
         if restart {
             self.tracer.record(|| Record::State {
@@ -380,16 +401,25 @@ impl Association {
         }
         self.control.push_back(Chunk::CookieAck);
         self.become_established(now);
+        if restart {
+            // §5.2.4 A: the association goes on with the new incarnation's
+            // tags and TSNs. The application is told the peer lost its
+            // state (data of the old incarnation is gone) instead of a
+            // second `Established`.
+            if self.app.back() == Some(&AppEvent::Established) {
+                self.app.pop_back();
+            }
+            self.app.push_back(AppEvent::PeerRestarted);
+        }
     }
 
     // ----- timers ----------------------------------------------------------
 
     fn handshake_backoff(&mut self, now: Instant) -> bool {
         if self.init_retransmits >= self.config.max_init_retransmits {
-            self.enter_closed(
-                now,
-                Some("handshake failed: Max.Init.Retransmits exceeded".into()),
-            );
+            // In COOKIE-ECHOED the peer has a TCB and its tag is known: it
+            // gets an ABORT (give_up); in COOKIE-WAIT there is nobody to tell.
+            self.give_up(now, "handshake failed: Max.Init.Retransmits exceeded");
             return false;
         }
         self.init_retransmits += 1;
@@ -436,10 +466,7 @@ impl Association {
         };
         self.error_count += 1;
         if self.error_count > self.config.association_max_retrans {
-            self.enter_closed(
-                now,
-                Some("shutdown failed: too many retransmissions".into()),
-            );
+            self.give_up(now, "shutdown failed: too many retransmissions");
             return;
         }
         self.rto
@@ -463,7 +490,7 @@ impl Association {
             self.error_count += 1;
             self.path_error_count += 1;
             if self.error_count > self.config.association_max_retrans {
-                self.enter_closed(now, Some("peer unreachable: heartbeats unanswered".into()));
+                self.give_up(now, "peer unreachable: heartbeats unanswered");
                 return;
             }
         }
@@ -588,7 +615,7 @@ impl Association {
             ia.a_rwnd,
             out,
             inb,
-            pp.forward_tsn,
+            (pp.forward_tsn, pp.idata),
         );
         self.peer_addresses = pp.addresses;
         self.timers.stop(Timer::T1Init);
@@ -714,7 +741,7 @@ impl Association {
                     c.peer_rwnd,
                     c.out_streams,
                     c.in_streams,
-                    c.peer_forward_tsn,
+                    (c.peer_forward_tsn, c.peer_idata),
                 );
                 self.control
                     .retain(|x| !matches!(x, Chunk::Init(_) | Chunk::CookieEcho(_)));

@@ -31,10 +31,111 @@
 //!   Always on, also with `rfc`: SACK duplicate TSNs are recorded as
 //!   `Record::DuplicateReported` (trace only), and the T3 restart hook
 //!   receives the earliest send time of a chunk in flight.
-//! - Not implemented: T5-shutdown-guard, path MTU discovery (the PMTU is configured), multi-homing,
-//!   sender-side partial reliability (RFC 3758 policies; FORWARD TSN is
-//!   accepted on receive), ECN, the PPID (sent as 0, ignored on receive),
+//! - Giving up (§8.1 Association.Max.Retrans by T3 expiries, §8.3
+//!   unanswered heartbeats, T2-shutdown and Max.Init.Retransmits in
+//!   COOKIE-ECHOED): RFC 9260 only asks to report the failure to the upper
+//!   layer; like usrsctp and Linux we also send an ABORT (no error cause,
+//!   the peer's tag) whenever the peer may hold a TCB, so a peer that is
+//!   merely cut off in one direction learns it at once. In COOKIE-WAIT the
+//!   peer's tag is unknown and nothing is sent.
+//! - Association matching (§8.5, §1.5.2): an association is named by both
+//!   addresses and both SCTP ports. A packet from the peer's address with
+//!   another source port (or to another local port) is discarded as
+//!   "wrong-port" even if its tag matches; the [`Endpoint`](crate::Endpoint)
+//!   routes by (address, port, tag) and never hands such a packet over.
+//! - Peer restart (§5.2.4 A): the TCB is rebuilt from the cookie and the
+//!   application gets `AppEvent::PeerRestarted` (instead of a second
+//!   `Established`); queued and in-flight data of the old incarnation is
+//!   dropped, as the RFC's restart implies.
+//! - PPID: carried both ways ([`SendParams::ppid`], `AppEvent::Received`'s
+//!   `ppid`, the PPID of a message's first fragment).
+//! - Not implemented: T5-shutdown-guard, path MTU discovery (the PMTU is
+//!   configured), multi-homing, ECN, stream reconfiguration (RFC 6525),
 //!   peer addresses from an INIT on the passive side (not in the cookie).
+//!
+//! # Partial reliability (RFC 3758, RFC 7496)
+//!
+//! RFC 3758 lets a sender give up ("abandon") user messages and tell the
+//! receiver with a FORWARD TSN, which moves the receiver's cumulative TSN
+//! past them and names, per ordered stream, the last skipped SSN. The
+//! policy deciding when to give up is left open; RFC 7496 names the common
+//! ones. We offer two per message ([`SendParams`]): timed reliability
+//! (`lifetime`, RFC 3758's example policy and RFC 7496 "TTL") and limited
+//! retransmissions (`max_retransmissions`, RFC 7496 "RTX"). A partially
+//! reliable message is refused unless the peer listed FORWARD TSN support.
+//!
+//! What we do (`sender`):
+//! - The check runs before every transmission of new data, before every
+//!   retransmission, right after T3 marks the flight for retransmission
+//!   and after fast retransmit marks lost chunks (RFC 3758 §3.5 A1-A3): a
+//!   message is abandoned if its lifetime has passed (any state, also
+//!   never sent) or if one of its chunks needs a retransmission beyond the
+//!   limit (0 = sent once). Chunks merely in flight are not abandoned when
+//!   their lifetime passes: they may still arrive, and the next
+//!   retransmission decision catches them.
+//! - Abandoning covers the whole message: every fragment still queued
+//!   (in flight, marked, gap-acked or unsent; with I-DATA the fragments not
+//!   yet cut are cut and numbered first, so trace units stay in step).
+//!   Abandoned chunks leave the flight and the outstanding bytes at once,
+//!   so they no longer hold cwnd, and are never retransmitted. A
+//!   `Record::Abandoned` names their units; `Stats::abandoned_messages`
+//!   counts messages.
+//! - Advanced.Peer.Ack.Point (§3.5 C1-C2) is the cumulative TSN ack plus
+//!   the run of abandoned chunks right after it. While it is ahead (after
+//!   an abandonment, and again on a SACK that does not cover it, C3, if
+//!   the ack point moved since the last FORWARD TSN or that one is older
+//!   than a smoothed round trip: SACKs that merely crossed it on the way do
+//!   not repeat it), the next packet carries a FORWARD TSN behind the SACK (if one is
+//!   owed) and in front of any DATA, or alone. It lists, per ordered
+//!   stream, the highest SSN among the skipped chunks; unordered messages
+//!   need no entry. T3 is started for it if not running; when T3 expires
+//!   with only the FORWARD TSN unanswered, it is sent again with the usual
+//!   back-off and error counting (§3.5 A3 / F2).
+//! - With I-DATA, the I-FORWARD-TSN of RFC 8260 §2.3.1 replaces FORWARD
+//!   TSN: ordered entries carry the highest skipped MID per stream,
+//!   unordered entries one per skipped message (unordered MIDs say nothing
+//!   about each other, so the receiver drops exactly the listed ones).
+//!
+//! The receiving side is in `receiver` (module docs there).
+//!
+//! # Message interleaving (RFC 8260)
+//!
+//! With DATA, a message's fragments must carry consecutive TSNs (§6.9), so
+//! a large message blocks every message submitted after it, on any stream,
+//! until its last fragment is sent. I-DATA names fragments by (stream,
+//! MID, FSN) instead, so TSNs are free to interleave messages. RFC 8260
+//! §2.2.3: I-DATA is used only when both ends list it in Supported
+//! Extensions, and then for all user data in both directions (a DATA chunk
+//! after that, or an I-DATA chunk without it, is a protocol violation
+//! answered with ABORT; likewise FORWARD TSN vs I-FORWARD-TSN).
+//!
+//! What we do: [`Config::interleaving`] offers I-DATA and I-FORWARD-TSN.
+//! When both sides offered it, `send` puts messages into a per-stream
+//! scheduler instead of assigning TSNs; each time a DATA chunk is needed
+//! the scheduler cuts the next fragment, and only then assigns the TSN, the MID (per stream, separate counters for ordered and
+//! unordered messages, at the first fragment) and the FSN. Streams with
+//! queued messages take turns round robin; a turn ends when a message is
+//! complete or after 4 fragments of a longer one (`SCHED_QUANTUM`).
+//! Round robin per fragment would also meet RFC 8260's goal, but would
+//! stretch every message over all competing streams' packets: a burst of
+//! timed 3 KB messages on three streams then expires half-sent instead of
+//! completing one after the other. Within a stream messages go whole and
+//! in order. A 1 MB message
+//! on stream 1 therefore shares each congestion window with 100-byte
+//! messages on stream 0 instead of delaying them by its whole transfer
+//! (tests/interleave.rs). The I-DATA header is 4 bytes longer, so a
+//! fragment carries 4 bytes less ([`Config::max_fragment_idata`]).
+//!
+//! Trace units with I-DATA: units remain TSN offsets (the receiver sees
+//! nothing else), but TSNs are assigned when fragments are cut, after the
+//! `Submitted` record was written. `Submitted.units` is the range the
+//! message gets if the scheduler sends in submission order, which is exact
+//! while at most one stream has queued data (every preset-driven lab
+//! scenario). When several streams compete, the scheduler interleaves and
+//! the recorded ranges are approximate; per-chunk records (`PacketSent`,
+//! `Acked`, `Abandoned`, `Arrived`, `Delivered`) stay exact, and a
+//! delivered interleaved message gets one `Delivered` record per run of
+//! consecutive units.
 
 pub mod congestion;
 mod handshake;
@@ -66,6 +167,30 @@ use receiver::Receiver;
 use rto::RtoEstimator;
 use sender::Sender;
 use timers::{Timer, TimerTable};
+
+/// How one message is sent ([`Association::send_with`],
+/// [`Endpoint::send_with`](crate::Endpoint::send_with)). The default is
+/// stream 0, ordered, PPID 0, fully reliable.
+///
+/// Partial reliability (RFC 3758 PR-SCTP) needs the peer's FORWARD TSN
+/// support; `send_with` refuses a partially reliable message otherwise.
+/// Both limits may be set; the message is abandoned when either is hit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendParams {
+    pub stream: u16,
+    pub unordered: bool,
+    /// Payload protocol identifier (RFC 9260 §3.3.1), passed to the peer's
+    /// application untouched.
+    pub ppid: u32,
+    /// Timed reliability (RFC 3758 §5 "timed reliability", RFC 7496
+    /// SCTP_PR_SCTP_TTL): give the message up once this long has passed
+    /// since `send_with` and it still needs a (re)transmission.
+    pub lifetime: Option<Duration>,
+    /// Limited retransmissions (RFC 7496 §4 SCTP_PR_SCTP_RTX): give the
+    /// message up when it would need more than this many retransmissions
+    /// (0: sent once, never retransmitted).
+    pub max_retransmissions: Option<u32>,
+}
 
 /// Association states (RFC 9260 §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -135,6 +260,8 @@ pub struct Association {
     pub(crate) out_streams: u16,
     pub(crate) in_streams: u16,
     pub(crate) peer_forward_tsn: bool,
+    /// The peer offered I-DATA (RFC 8260) in its INIT / INIT ACK.
+    pub(crate) peer_idata: bool,
     /// Addresses the peer listed in its INIT / INIT ACK: recorded, never used.
     pub(crate) peer_addresses: Vec<std::net::IpAddr>,
     /// Our INIT (for T1-init retransmission and §5.2.1 answers).
@@ -255,6 +382,7 @@ impl Association {
             out_streams: 0,
             in_streams: 0,
             peer_forward_tsn: false,
+            peer_idata: false,
             peer_addresses: Vec::new(),
             init: None,
             cookie: None,
@@ -305,15 +433,15 @@ impl Association {
     pub fn remote_addr(&self) -> Option<SocketAddr> {
         self.remote
     }
+    /// The peer's SCTP port (common header), once known.
+    pub fn peer_port(&self) -> u16 {
+        self.peer_port
+    }
     /// Our verification tag (the peer puts it in every packet to us).
     pub fn local_tag(&self) -> u32 {
         self.local_tag
     }
     /// The peer's verification tag.
-    /// The peer's SCTP port.
-    pub fn peer_port(&self) -> u16 {
-        self.peer_port
-    }
     pub fn peer_tag(&self) -> u32 {
         self.peer_tag
     }
@@ -324,6 +452,12 @@ impl Association {
     /// Whether the peer announced FORWARD TSN support (RFC 3758).
     pub fn peer_supports_forward_tsn(&self) -> bool {
         self.peer_forward_tsn
+    }
+    /// Whether user data travels as I-DATA (RFC 8260): both sides offered
+    /// it ([`Config::interleaving`] here, I-DATA in the peer's Supported
+    /// Extensions).
+    pub fn interleaving(&self) -> bool {
+        self.tx.idata
     }
     /// Negotiated outbound streams (0 before the handshake).
     pub fn outbound_streams(&self) -> u16 {
@@ -365,7 +499,7 @@ impl Association {
     }
     /// Whether nothing is queued or in flight (all data acknowledged).
     pub fn is_idle(&self) -> bool {
-        self.tx.chunks.is_empty()
+        self.tx.chunks.is_empty() && self.tx.sched.is_empty()
     }
     /// A snapshot of the sender as the mechanism hooks see it.
     pub fn sender_view(&self, now: Instant) -> SenderView {
@@ -378,6 +512,20 @@ impl Association {
     }
 
     // ----- application commands -----------------------------------------
+
+    /// Queue a message with the options of [`SendParams`] (stream,
+    /// ordering, PPID, partial reliability); returns the sender-local
+    /// message id used in trace records. [`Transport::send`] is this with
+    /// PPID 0 and full reliability.
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        params: &SendParams,
+        payload: &[u8],
+    ) -> Result<u64, SendError> {
+        self.burst = 0;
+        self.queue_message(now, params, payload)
+    }
 
     /// Abort the association (user-initiated ABORT, §9.1): send ABORT with
     /// a "User-Initiated Abort" cause carrying `reason`, drop all queued
@@ -521,7 +669,7 @@ impl Association {
             thin: self.is_thin(),
             flight_size: self.tx.flight,
             outstanding_chunks: self.tx.outstanding_chunks(),
-            unsent_chunks: (self.tx.chunks.len() - self.tx.next_unsent) as u32,
+            unsent_chunks: self.tx.unsent_chunks().min(u64::from(u32::MAX)) as u32,
             cwnd: self.cc.cwnd,
             ssthresh: self.cc.ssthresh,
             mtu: self.cc.mtu,
@@ -545,6 +693,18 @@ impl Association {
             time: now,
             state: state.name().to_string(),
         });
+    }
+
+    /// The association gives up on its peer (§8.1, §8.2: too many
+    /// retransmissions, unanswered heartbeats or T2 expiries): tell the
+    /// peer with an ABORT, as usrsctp and Linux do (RFC 9260 only asks to
+    /// report the failure; a peer that is merely slow learns it at once
+    /// instead of at its own timeout), then close with `why`.
+    pub(crate) fn give_up(&mut self, now: Instant, why: &str) {
+        if self.has_peer_tcb() && self.peer_tag != 0 {
+            self.queue_abort(Vec::new(), false);
+        }
+        self.enter_closed(now, Some(why.to_string()));
     }
 
     /// Destroy the TCB: stop timers, drop queued data, report `Closed`.
@@ -621,6 +781,11 @@ impl Association {
         let mut room = pmtu - COMMON_HEADER_LEN;
         let mut chunks = Vec::with_capacity(4);
         self.tx.last_sent_data.clear();
+        if self.tx.pr_live > 0 && self.may_send_data() {
+            // Partial reliability: give up what may not be (re)sent before
+            // choosing what goes into this packet.
+            self.pr_sweep(now);
+        }
 
         // INIT travels alone with tag 0 (§8.5.1 A, §6.10).
         if matches!(self.control.front(), Some(Chunk::Init(_))) {
@@ -651,6 +816,16 @@ impl Association {
             0
         };
         let mut data_room = room.saturating_sub(sack_len);
+        // RFC 3758 §3.5 C3: the FORWARD TSN rides in front of the DATA of
+        // this packet (or alone, with the SACK if one is owed).
+        let mut forward = None;
+        if self.tx.fwd_pending && self.has_peer_tcb() {
+            self.tx.fwd_pending = false;
+            if let Some(f) = self.build_forward_tsn() {
+                data_room = data_room.saturating_sub(f.encoded_len());
+                forward = Some(f);
+            }
+        }
         let mut data_chunks = Vec::new();
         let mut sack_owed = sack_owed;
         if self.may_send_data() {
@@ -669,18 +844,38 @@ impl Association {
         let sent_data = !data_chunks.is_empty();
         if sent_data && self.config.mechanisms.sack_immediately && self.is_thin() {
             // RFC 7053: ask the peer to SACK this packet at once.
-            if let Some(Chunk::Data(d)) = data_chunks
+            match data_chunks
                 .iter_mut()
                 .rev()
-                .find(|c| matches!(c, Chunk::Data(_)))
+                .find(|c| matches!(c, Chunk::Data(_) | Chunk::IData(_)))
             {
-                d.immediate = true;
-                self.stats.sack_immediately_sent += 1;
+                Some(Chunk::Data(d)) => {
+                    d.immediate = true;
+                    self.stats.sack_immediately_sent += 1;
+                }
+                Some(Chunk::IData(d)) => {
+                    d.immediate = true;
+                    self.stats.sack_immediately_sent += 1;
+                }
+                _ => {}
             }
         }
-        if sack_owed && (self.rx.sack_due() || sent_data) {
+        if sack_owed && (self.rx.sack_due() || sent_data || forward.is_some()) {
             let sack = self.build_sack(now, room);
             chunks.insert(control_count, Chunk::Sack(sack));
+        }
+        if let Some(f) = forward {
+            if let Chunk::ForwardTsn(crate::wire::ForwardTsnChunk { new_cum_tsn, .. })
+            | Chunk::IForwardTsn(crate::wire::IForwardTsnChunk { new_cum_tsn, .. }) = &f
+            {
+                self.tx.fwd_last = Some((*new_cum_tsn, now));
+            }
+            chunks.push(f);
+            self.stats.forward_tsns_sent += 1;
+            // RFC 3758 §3.5 F2 (with A3): T3 guards the FORWARD TSN.
+            if !self.timers.is_running(Timer::T3Rtx) {
+                self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+            }
         }
         chunks.append(&mut data_chunks);
         if chunks.is_empty() {
@@ -708,6 +903,14 @@ impl Association {
                 self.discard(now, "unknown-peer");
                 return;
             }
+            // §8.5 with §1.5.2: an association is named by both addresses
+            // and both ports; a packet from the peer's address with another
+            // SCTP source port belongs to some other association, even if
+            // its tag happens to match ours.
+            if self.state != State::Closed && packet.src_port != self.peer_port {
+                self.discard(now, "wrong-port");
+                return;
+            }
         }
         if self.state == State::Closed {
             self.process_closed(now, src, packet);
@@ -726,7 +929,24 @@ impl Association {
             match chunk {
                 Chunk::Data(d) => {
                     had_data = true;
-                    if !self.on_data(now, d) {
+                    if self.tx.idata {
+                        // RFC 8260 §2.2.3: DATA after I-DATA was negotiated.
+                        self.protocol_violation(now, "DATA chunk while I-DATA is in use");
+                        stop = true;
+                    } else if !self.on_data(now, d) {
+                        stop = true;
+                    }
+                }
+                Chunk::IData(d) => {
+                    had_data = true;
+                    if !self.tx.idata {
+                        // RFC 8260 §2.2.3: I-DATA that was not negotiated.
+                        self.protocol_violation(
+                            now,
+                            "I-DATA chunk while I-DATA was not negotiated",
+                        );
+                        stop = true;
+                    } else if !self.on_idata(now, d) {
                         stop = true;
                     }
                 }
@@ -751,7 +971,26 @@ impl Association {
                 }
                 Chunk::CookieAck => self.on_cookie_ack(now),
                 Chunk::ShutdownComplete(_) => self.on_shutdown_complete(now),
-                Chunk::ForwardTsn(f) => self.on_forward_tsn(now, f),
+                Chunk::ForwardTsn(f) => {
+                    if self.tx.idata {
+                        // RFC 8260 §2.3: I-FORWARD-TSN replaces FORWARD TSN.
+                        self.protocol_violation(now, "FORWARD TSN chunk while I-DATA is in use");
+                        stop = true;
+                    } else {
+                        self.on_forward_tsn(now, f);
+                    }
+                }
+                Chunk::IForwardTsn(f) => {
+                    if !self.tx.idata {
+                        self.protocol_violation(
+                            now,
+                            "I-FORWARD-TSN chunk while I-DATA was not negotiated",
+                        );
+                        stop = true;
+                    } else {
+                        self.on_iforward_tsn(now, f);
+                    }
+                }
                 Chunk::Unknown(u) => {
                     self.stats.unknown_chunks += 1;
                     // §3.2: the upper two bits of the type decide.
@@ -795,6 +1034,21 @@ impl Association {
             self.discard(now, "bad-verification-tag");
         }
         ok
+    }
+
+    /// ABORT with a "Protocol Violation" cause and close (RFC 9260 §3.3.10.13).
+    pub(crate) fn protocol_violation(&mut self, now: Instant, what: &'static str) {
+        if !self.has_peer_tcb() {
+            self.discard(now, "protocol-violation");
+            return;
+        }
+        self.queue_abort(
+            vec![crate::wire::ErrorCause::protocol_violation(
+                Bytes::from_static(what.as_bytes()),
+            )],
+            false,
+        );
+        self.enter_closed(now, Some(format!("protocol violation: {what}")));
     }
 
     pub(crate) fn queue_abort(&mut self, causes: Vec<crate::wire::ErrorCause>, t_bit: bool) {
@@ -875,8 +1129,12 @@ impl Transport for Association {
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
-        self.burst = 0;
-        self.queue_message(now, message)
+        let params = SendParams {
+            stream: message.stream,
+            unordered: message.unordered,
+            ..SendParams::default()
+        };
+        self.send_with(now, &params, message.payload)
     }
 
     fn close(&mut self, now: Instant) {

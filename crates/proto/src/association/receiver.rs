@@ -2,6 +2,34 @@
 //! reassembly (§6.9), ordered and unordered delivery (§6.5, §6.6), the
 //! receive window (§6.2), SACK generation with gap blocks and duplicate
 //! TSNs (§6.2, §6.7), delayed SACK, and FORWARD TSN (RFC 3758 §3.6).
+//!
+//! # I-DATA (RFC 8260)
+//! TSNs only drive acknowledgement; a message is named by (stream,
+//! ordered/unordered, MID) and its fragments by FSN, so fragments of
+//! different messages may arrive interleaved. Reassembly is keyed by that
+//! triple: a message is complete when FSN 0 (B) through the FSN carrying E
+//! are all here. Unordered messages are delivered at once; ordered ones in
+//! MID order per stream (32-bit serial numbers). A fragment of an ordered
+//! message whose MID was already delivered or skipped is acknowledged and
+//! dropped. The `Delivered` trace record is written once per run of
+//! consecutive TSNs of the message (one record for DATA, possibly several
+//! for an interleaved I-DATA message), so units never overlap other
+//! messages'.
+//!
+//! # FORWARD TSN and I-FORWARD-TSN
+//! RFC 3758 §3.6: TSNs up to the new cumulative TSN count as received.
+//! FORWARD TSN (DATA): fragments up to it are dropped (they can only belong
+//! to abandoned messages, whose fragments have consecutive TSNs); for each
+//! listed stream, complete messages held for order with an SSN up to the
+//! listed one are delivered (they arrived whole; usrsctp does the same),
+//! the next expected SSN moves past the listed one, and the messages that
+//! waited behind the abandoned one are delivered. I-FORWARD-TSN (RFC 8260
+//! §2.3.1): nothing is dropped by TSN (a live interleaved message may own
+//! TSNs below the new cumulative TSN); an ordered entry drops partial
+//! messages of that stream up to its MID, delivers complete held ones up to
+//! it and moves the next expected MID past it; an unordered entry drops the
+//! partial message with exactly that MID (our sender lists every skipped
+//! unordered message).
 
 use std::collections::BTreeMap;
 
@@ -13,8 +41,8 @@ use thinstream_base::Instant;
 use super::timers::Timer;
 use super::{Association, State};
 use crate::wire::{
-    Chunk, DataChunk, ErrorCause, ErrorChunk, ForwardTsnChunk, GapBlock, SackChunk, ShutdownChunk,
-    Ssn, Tsn, SACK_CHUNK_HEADER_LEN,
+    Chunk, DataChunk, ErrorCause, ErrorChunk, ForwardTsnChunk, GapBlock, IDataChunk,
+    IForwardTsnChunk, SackChunk, ShutdownChunk, Ssn, Tsn, SACK_CHUNK_HEADER_LEN,
 };
 
 /// Duplicate TSNs remembered for the next SACK (more are counted, not listed).
@@ -24,6 +52,7 @@ const MAX_DUPS: usize = 32;
 pub(crate) struct RxChunk {
     stream: u16,
     ssn: Ssn,
+    ppid: u32,
     unordered: bool,
     beginning: bool,
     ending: bool,
@@ -34,8 +63,10 @@ pub(crate) struct RxChunk {
 struct Message {
     stream: u16,
     unordered: bool,
+    ppid: u32,
     payload: Vec<u8>,
-    units: Units,
+    /// Runs of consecutive units and their payload bytes.
+    runs: Vec<(Units, u32)>,
 }
 
 #[derive(Clone, Debug)]
@@ -43,6 +74,25 @@ pub(crate) struct InStream {
     pub(crate) next_ssn: Ssn,
     /// Complete ordered messages waiting for earlier SSNs.
     pending: BTreeMap<Ssn, Message>,
+    /// I-DATA: the next ordered MID to deliver, and complete ordered
+    /// messages waiting for earlier MIDs.
+    pub(crate) next_mid: u32,
+    pending_mid: BTreeMap<u32, Message>,
+}
+
+/// An I-DATA message under reassembly.
+#[derive(Clone, Debug, Default)]
+struct IPartial {
+    /// FSN -> (unit, payload).
+    frags: BTreeMap<u32, (u64, Bytes)>,
+    /// FSN of the fragment with E.
+    last: Option<u32>,
+    ppid: u32,
+}
+
+/// `a` is after `b` in 32-bit serial arithmetic (MIDs, RFC 8260 §2.1).
+fn mid_after(a: u32, b: u32) -> bool {
+    a != b && a.wrapping_sub(b) < 1 << 31
 }
 
 /// Receiver state. Units count TSNs since the peer's initial TSN.
@@ -55,6 +105,8 @@ pub(crate) struct Receiver {
     above: BTreeMap<u64, u64>,
     dups: Vec<Tsn>,
     reasm: BTreeMap<u64, RxChunk>,
+    /// I-DATA reassembly by (stream, unordered, MID).
+    ireasm: BTreeMap<(u16, bool, u32), IPartial>,
     pub(crate) streams: Vec<InStream>,
     /// Bytes held: in reassembly, waiting for order, or not yet read by the app.
     pub(crate) held: usize,
@@ -77,6 +129,7 @@ impl Receiver {
             above: BTreeMap::new(),
             dups: Vec::new(),
             reasm: BTreeMap::new(),
+            ireasm: BTreeMap::new(),
             streams: Vec::new(),
             held: 0,
             capacity,
@@ -92,6 +145,8 @@ impl Receiver {
         let fresh = InStream {
             next_ssn: Ssn(0),
             pending: BTreeMap::new(),
+            next_mid: 0,
+            pending_mid: BTreeMap::new(),
         };
         self.streams = vec![fresh; usize::from(n)];
     }
@@ -162,11 +217,17 @@ impl Receiver {
 
     #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn check(&self, app_bytes: usize) -> Result<(), String> {
-        let reasm: usize = self.reasm.values().map(|c| c.payload.len()).sum();
+        let reasm: usize = self.reasm.values().map(|c| c.payload.len()).sum::<usize>()
+            + self
+                .ireasm
+                .values()
+                .flat_map(|p| p.frags.values())
+                .map(|(_, b)| b.len())
+                .sum::<usize>();
         let pending: usize = self
             .streams
             .iter()
-            .flat_map(|s| s.pending.values())
+            .flat_map(|s| s.pending.values().chain(s.pending_mid.values()))
             .map(|m| m.payload.len())
             .sum();
         if reasm + pending + app_bytes != self.held {
@@ -238,9 +299,23 @@ impl Receiver {
 }
 
 impl Association {
-    /// One DATA chunk (§6.2). Returns false if processing of the packet
-    /// must stop (the association was aborted).
-    pub(crate) fn on_data(&mut self, now: Instant, d: &DataChunk) -> bool {
+    /// The TSN handling shared by DATA and I-DATA (§6.2): duplicate
+    /// detection, stream and buffer checks, recording the TSN as received.
+    /// `continues` says whether the chunk continues a message under
+    /// reassembly (accepted beyond the buffer, see the module docs of
+    /// `association`). `Err(())`: the association was aborted; `Ok(None)`:
+    /// the chunk was handled (duplicate, dropped, invalid stream);
+    /// `Ok(Some(unit))`: accepted, the caller keeps the payload (already
+    /// counted in `held`).
+    fn accept_tsn(
+        &mut self,
+        now: Instant,
+        tsn: Tsn,
+        stream: u16,
+        payload_len: usize,
+        immediate: bool,
+        continues: impl Fn(&Receiver, u64) -> bool,
+    ) -> Result<Option<u64>, ()> {
         if !matches!(
             self.state,
             State::CookieEchoed
@@ -249,29 +324,30 @@ impl Association {
                 | State::ShutdownSent
                 | State::ShutdownReceived
         ) {
-            return true;
+            return Ok(None);
         }
         self.stats.data_chunks_received += 1;
-        if d.payload.is_empty() {
+        if payload_len == 0 {
             // §6.2: "If an endpoint receives a DATA chunk with no user data
             // (i.e., the Length field is set to 16), it MUST send an ABORT
-            // with an error cause set to "No User Data"."
-            self.queue_abort(vec![ErrorCause::no_user_data(d.tsn)], false);
+            // with an error cause set to "No User Data"." (RFC 8260 §2.1:
+            // the same for I-DATA.)
+            self.queue_abort(vec![ErrorCause::no_user_data(tsn)], false);
             self.enter_closed(
                 now,
                 Some("protocol violation: DATA without user data".into()),
             );
-            return false;
+            return Err(());
         }
         self.rx.owed = true;
-        let unit = self.rx.unit_of(d.tsn);
-        let bytes = d.payload.len() as u32;
+        let unit = self.rx.unit_of(tsn);
+        let bytes = payload_len as u32;
         if unit < 0 || self.rx.has(unit as u64) {
             // §6.2: duplicates are reported in the next SACK, which goes out
             // at once (§6.7).
             self.stats.duplicate_tsns_received += 1;
             if self.rx.dups.len() < MAX_DUPS {
-                self.rx.dups.push(d.tsn);
+                self.rx.dups.push(tsn);
             }
             // §6.2 (§6.7): SACK at once on a duplicate (receiver profiles
             // that do so only while a gap is open wait for the normal rule).
@@ -287,7 +363,7 @@ impl Association {
                     duplicate: true,
                 });
             }
-            return true;
+            return Ok(None);
         }
         let unit = unit as u64;
         if unit - self.rx.cum_next > u64::from(u16::MAX) {
@@ -295,16 +371,16 @@ impl Association {
             // window the peer could legitimately use (§6.2 drop rule).
             self.stats.data_dropped_no_buffer += 1;
             self.discard(now, "data-beyond-window");
-            return true;
+            return Ok(None);
         }
-        if d.stream >= self.in_streams {
+        if stream >= self.in_streams {
             // §6.5: acknowledge the TSN, drop the data, report the stream.
             self.control.push_back(Chunk::Error(ErrorChunk {
-                causes: vec![ErrorCause::invalid_stream_identifier(d.stream)],
+                causes: vec![ErrorCause::invalid_stream_identifier(stream)],
             }));
             self.rx.insert(unit);
             self.rx.due = true;
-            return true;
+            return Ok(None);
         }
         // Without a partial delivery API, a message larger than the free
         // buffer could never complete once the buffer is full of its
@@ -312,11 +388,10 @@ impl Association {
         // reassembly is accepted beyond the buffer (by at most one
         // maximum-size message).
         let continues_message = unit == self.rx.cum_next
-            && unit > 0
-            && self.rx.reasm.get(&(unit - 1)).is_some_and(|c| !c.ending)
-            && self.rx.held + d.payload.len()
+            && continues(&self.rx, unit)
+            && self.rx.held + payload_len
                 <= self.rx.capacity as usize + self.config.max_message_size;
-        if self.rx.held + d.payload.len() > self.rx.capacity as usize
+        if self.rx.held + payload_len > self.rx.capacity as usize
             && self.rx.highest().is_some_and(|h| unit > h)
             && !continues_message
         {
@@ -324,7 +399,7 @@ impl Association {
             // received; the sender will retransmit it.
             self.stats.data_dropped_no_buffer += 1;
             self.rx.due = true;
-            return true;
+            return Ok(None);
         }
         self.rx.insert(unit);
         self.tracer.record(|| Record::Arrived {
@@ -333,24 +408,143 @@ impl Association {
             bytes,
             duplicate: false,
         });
-        self.rx.held += d.payload.len();
+        self.rx.held += payload_len;
+        if immediate && self.config.delayed_sack.honour_immediate {
+            // RFC 7053: the sender asked for an immediate SACK.
+            self.rx.due = true;
+        }
+        Ok(Some(unit))
+    }
+
+    /// One DATA chunk (§6.2). Returns false if processing of the packet
+    /// must stop (the association was aborted).
+    pub(crate) fn on_data(&mut self, now: Instant, d: &DataChunk) -> bool {
+        let continues = |rx: &Receiver, unit: u64| {
+            unit > 0 && rx.reasm.get(&(unit - 1)).is_some_and(|c| !c.ending)
+        };
+        let unit = match self.accept_tsn(
+            now,
+            d.tsn,
+            d.stream,
+            d.payload.len(),
+            d.immediate,
+            continues,
+        ) {
+            Err(()) => return false,
+            Ok(None) => return true,
+            Ok(Some(u)) => u,
+        };
         self.rx.reasm.insert(
             unit,
             RxChunk {
                 stream: d.stream,
                 ssn: d.ssn,
+                ppid: d.ppid,
                 unordered: d.unordered,
                 beginning: d.beginning,
                 ending: d.ending,
                 payload: d.payload.clone(),
             },
         );
-        if d.immediate && self.config.delayed_sack.honour_immediate {
-            // RFC 7053: the sender asked for an immediate SACK.
-            self.rx.due = true;
-        }
         self.try_assemble(now, unit);
         true
+    }
+
+    /// One I-DATA chunk (RFC 8260 §2.1, module docs). Returns false if
+    /// processing of the packet must stop.
+    pub(crate) fn on_idata(&mut self, now: Instant, d: &IDataChunk) -> bool {
+        let key = (d.stream, d.unordered, d.mid);
+        let continues = move |rx: &Receiver, _unit: u64| rx.ireasm.contains_key(&key);
+        let unit = match self.accept_tsn(
+            now,
+            d.tsn,
+            d.stream,
+            d.payload.len(),
+            d.immediate,
+            continues,
+        ) {
+            Err(()) => return false,
+            Ok(None) => return true,
+            Ok(Some(u)) => u,
+        };
+        let s = usize::from(d.stream);
+        if !d.unordered && !mid_after(d.mid, self.rx.streams[s].next_mid.wrapping_sub(1)) {
+            // A message already delivered or skipped (I-FORWARD-TSN): keep
+            // the acknowledgement, drop the bytes.
+            self.rx.held = self.rx.held.saturating_sub(d.payload.len());
+            return true;
+        }
+        let fsn = d.fsn();
+        let part = self.rx.ireasm.entry(key).or_default();
+        if let Some((_, old)) = part.frags.insert(fsn, (unit, d.payload.clone())) {
+            // The same fragment under another TSN (a broken peer): keep one.
+            self.rx.held = self.rx.held.saturating_sub(old.len());
+        }
+        if d.beginning {
+            part.ppid = d.ppid();
+        }
+        if d.ending {
+            part.last = Some(fsn);
+        }
+        let complete = part
+            .last
+            .is_some_and(|last| u64::from(last) + 1 == part.frags.len() as u64)
+            && part.frags.contains_key(&0);
+        if !complete {
+            return true;
+        }
+        let Some(part) = self.rx.ireasm.remove(&key) else {
+            return true;
+        };
+        let mut payload = Vec::new();
+        let mut units: Vec<(u64, u32)> = Vec::with_capacity(part.frags.len());
+        for (_, (u, b)) in part.frags {
+            payload.extend_from_slice(&b);
+            units.push((u, b.len() as u32));
+        }
+        units.sort_unstable();
+        let mut runs: Vec<(Units, u32)> = Vec::new();
+        for (u, b) in units {
+            match runs.last_mut() {
+                Some((r, bytes)) if r.end == u => {
+                    r.end += 1;
+                    *bytes += b;
+                }
+                _ => runs.push((Units::one(u), b)),
+            }
+        }
+        let msg = Message {
+            stream: d.stream,
+            unordered: d.unordered,
+            ppid: part.ppid,
+            payload,
+            runs,
+        };
+        if d.unordered {
+            self.deliver(now, msg);
+            return true;
+        }
+        let st = &mut self.rx.streams[s];
+        if d.mid == st.next_mid {
+            st.next_mid = d.mid.wrapping_add(1);
+            self.deliver(now, msg);
+            self.drain_stream_mid(now, s);
+        } else {
+            st.pending_mid.insert(d.mid, msg);
+        }
+        true
+    }
+
+    fn drain_stream_mid(&mut self, now: Instant, s: usize) {
+        loop {
+            let st = &mut self.rx.streams[s];
+            let next = st.next_mid;
+            let Some(m) = st.pending_mid.remove(&next) else {
+                break;
+            };
+            st.next_mid = next.wrapping_add(1);
+            self.deliver(now, m);
+        }
     }
 
     /// After all chunks of a packet with DATA: decide when to SACK (§6.2, §6.7).
@@ -433,7 +627,7 @@ impl Association {
         let Some(c) = self.rx.reasm.get(&unit) else {
             return;
         };
-        let (stream, ssn, unordered) = (c.stream, c.ssn, c.unordered);
+        let (stream, ssn, unordered, ppid) = (c.stream, c.ssn, c.unordered, c.ppid);
         let same = |x: &RxChunk| {
             x.stream == stream && x.unordered == unordered && (unordered || x.ssn == ssn)
         };
@@ -472,11 +666,13 @@ impl Association {
                 payload.extend_from_slice(&x.payload);
             }
         }
+        let bytes = payload.len() as u32;
         let msg = Message {
             stream,
             unordered,
+            ppid,
             payload,
-            units: Units::new(first, last + 1),
+            runs: vec![(Units::new(first, last + 1), bytes)],
         };
         if unordered {
             self.deliver(now, msg);
@@ -512,26 +708,29 @@ impl Association {
     fn deliver(&mut self, now: Instant, m: Message) {
         self.stats.messages_delivered += 1;
         self.stats.bytes_delivered += m.payload.len() as u64;
-        let (stream, unordered, units, bytes) =
-            (m.stream, m.unordered, m.units, m.payload.len() as u32);
-        self.tracer.record(|| Record::Delivered {
-            time: now,
-            stream,
-            bytes,
-            unordered,
-            units,
-        });
+        let (stream, unordered) = (m.stream, m.unordered);
+        for &(units, bytes) in &m.runs {
+            self.tracer.record(|| Record::Delivered {
+                time: now,
+                stream,
+                bytes,
+                unordered,
+                units,
+            });
+        }
         self.app.push_back(AppEvent::Received {
             stream,
             unordered,
+            ppid: m.ppid,
             payload: m.payload,
         });
     }
 
-    /// FORWARD TSN (RFC 3758 §3.6): treat TSNs up to the new cumulative TSN
-    /// as received, drop their fragments, advance the streams' SSNs and
-    /// deliver what became deliverable; SACK at once.
-    pub(crate) fn on_forward_tsn(&mut self, now: Instant, f: &ForwardTsnChunk) {
+    /// Shared start of FORWARD TSN and I-FORWARD-TSN (RFC 3758 §3.6,
+    /// RFC 8260 §2.3.1): SACK at once, treat TSNs up to the new cumulative
+    /// TSN as received. Returns the new cumulative unit, or `None` if the
+    /// chunk is to be ignored (wrong state, or not ahead of our ack point).
+    fn forward_cum(&mut self, new_cum_tsn: Tsn) -> Option<u64> {
         if !matches!(
             self.state,
             State::Established
@@ -539,14 +738,14 @@ impl Association {
                 | State::ShutdownSent
                 | State::ShutdownReceived
         ) {
-            return;
+            return None;
         }
         self.stats.forward_tsns_received += 1;
         self.rx.owed = true;
         self.rx.due = true;
-        let new_unit = self.rx.unit_of(f.new_cum_tsn);
+        let new_unit = self.rx.unit_of(new_cum_tsn);
         if new_unit < self.rx.cum_next as i64 {
-            return;
+            return None;
         }
         let through = new_unit as u64;
         // Everything up to `through` counts as received.
@@ -559,6 +758,17 @@ impl Association {
             }
         }
         self.rx.absorb();
+        Some(through)
+    }
+
+    /// FORWARD TSN (RFC 3758 §3.6, module docs): TSNs up to the new
+    /// cumulative TSN count as received, their fragments are dropped, the
+    /// listed streams skip the abandoned SSNs and deliver what became
+    /// deliverable; SACK at once.
+    pub(crate) fn on_forward_tsn(&mut self, now: Instant, f: &ForwardTsnChunk) {
+        let Some(through) = self.forward_cum(f.new_cum_tsn) else {
+            return;
+        };
         // Drop abandoned fragments.
         let stale: Vec<u64> = self.rx.reasm.range(..=through).map(|(&u, _)| u).collect();
         for u in stale {
@@ -571,23 +781,88 @@ impl Association {
             if s >= self.rx.streams.len() {
                 continue;
             }
-            let st = &mut self.rx.streams[s];
-            if fs.ssn >= st.next_ssn {
-                // Messages up to this SSN were abandoned; drop any held ones.
-                let dropped: Vec<Ssn> = st.pending.range(..=fs.ssn).map(|(&k, _)| k).collect();
-                for k in dropped {
-                    if let Some(m) = st.pending.remove(&k) {
-                        self.rx.held = self.rx.held.saturating_sub(m.payload.len());
+            if fs.ssn >= self.rx.streams[s].next_ssn {
+                // Complete messages held for order up to the skipped SSN
+                // arrived whole: deliver them in order, then skip.
+                loop {
+                    let st = &mut self.rx.streams[s];
+                    let Some((&k, _)) = st.pending.iter().next() else {
+                        break;
+                    };
+                    if k > fs.ssn {
+                        break;
                     }
+                    let Some(m) = st.pending.remove(&k) else {
+                        break;
+                    };
+                    self.deliver(now, m);
                 }
-                let st = &mut self.rx.streams[s];
-                st.next_ssn = fs.ssn.next();
+                self.rx.streams[s].next_ssn = fs.ssn.next();
             }
+            // The messages that waited behind the abandoned one.
             self.drain_stream(now, s);
         }
         // Fragments right after the new cum ack may now complete a message.
         if let Some((&u, _)) = self.rx.reasm.iter().next() {
             self.try_assemble(now, u);
+        }
+        self.rx.had_gap = !self.rx.above.is_empty();
+        self.timers.stop(Timer::DelayedSack);
+    }
+
+    /// I-FORWARD-TSN (RFC 8260 §2.3.1, module docs).
+    pub(crate) fn on_iforward_tsn(&mut self, now: Instant, f: &IForwardTsnChunk) {
+        if self.forward_cum(f.new_cum_tsn).is_none() {
+            return;
+        }
+        for e in &f.streams {
+            let s = usize::from(e.stream);
+            if s >= self.rx.streams.len() {
+                continue;
+            }
+            if e.unordered {
+                if let Some(p) = self.rx.ireasm.remove(&(e.stream, true, e.mid)) {
+                    let bytes: usize = p.frags.values().map(|(_, b)| b.len()).sum();
+                    self.rx.held = self.rx.held.saturating_sub(bytes);
+                }
+                continue;
+            }
+            let next = self.rx.streams[s].next_mid;
+            let end = e.mid.wrapping_add(1);
+            if end == next || mid_after(next, end) {
+                // Already past this MID: nothing to skip.
+                continue;
+            }
+            // Drop partial ordered messages of this stream up to the MID.
+            let stale: Vec<(u16, bool, u32)> = self
+                .rx
+                .ireasm
+                .range((e.stream, false, 0)..=(e.stream, false, u32::MAX))
+                .map(|(k, _)| *k)
+                .filter(|k| !mid_after(k.2, e.mid))
+                .collect();
+            for k in stale {
+                if let Some(p) = self.rx.ireasm.remove(&k) {
+                    let bytes: usize = p.frags.values().map(|(_, b)| b.len()).sum();
+                    self.rx.held = self.rx.held.saturating_sub(bytes);
+                }
+            }
+            // Deliver complete held messages up to it in MID order (they
+            // all lie at or after `next`), then skip.
+            let mut held: Vec<u32> = self.rx.streams[s]
+                .pending_mid
+                .keys()
+                .copied()
+                .filter(|&k| !mid_after(k, e.mid))
+                .collect();
+            held.sort_by_key(|&k| k.wrapping_sub(next));
+            for k in held {
+                if let Some(msg) = self.rx.streams[s].pending_mid.remove(&k) {
+                    self.deliver(now, msg);
+                }
+            }
+            self.rx.streams[s].next_mid = end;
+            self.drain_stream_mid(now, s);
         }
         self.rx.had_gap = !self.rx.above.is_empty();
         self.timers.stop(Timer::DelayedSack);

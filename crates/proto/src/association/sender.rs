@@ -1,12 +1,16 @@
 //! Sending side: message queue with TSNs assigned at submission (FIFO
-//! across streams), SACK processing (§6.2.1), RTT measurement (§6.3.1,
+//! across streams) or, with I-DATA, by the interleaving scheduler as
+//! fragments are cut; SACK processing (§6.2.1), RTT measurement (§6.3.1,
 //! Karn), T3-rtx (§6.3.2, §6.3.3), fast retransmit and fast recovery
-//! (§7.2.4), congestion and flow control when packetizing (§6.1, §7.2).
+//! (§7.2.4), congestion and flow control when packetizing (§6.1, §7.2);
+//! partial reliability (abandoning messages, the Advanced.Peer.Ack.Point
+//! and FORWARD TSN / I-FORWARD-TSN). The policies and choices are described
+//! in the [`association`](super) module docs.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
-use thinstream_base::drive::{AppEvent, Outgoing, SendError};
+use thinstream_base::drive::{AppEvent, SendError};
 use thinstream_base::trace::{Record, SentData, TxReason, Units};
 use thinstream_base::Instant;
 
@@ -14,7 +18,10 @@ use super::congestion::{AckInfo, LossKind};
 use super::timers::Timer;
 use super::{Association, State};
 use crate::mechanism::{ChunkView, NewDataBundling, OutstandingView, RttSampling};
-use crate::wire::{data_chunk_len, Chunk, DataChunk, SackChunk, Ssn, Tsn};
+use crate::wire::{
+    data_chunk_len, idata_chunk_len, Chunk, DataChunk, ForwardTsnChunk, ForwardTsnStream,
+    IDataChunk, IForwardTsnChunk, IForwardTsnStream, SackChunk, Ssn, Tsn,
+};
 
 /// Where a queued DATA chunk is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +34,10 @@ pub(crate) enum ChunkState {
     GapAcked,
     /// Waiting for retransmission with this reason (not in flight).
     Marked(TxReason),
+    /// Given up on (partial reliability, RFC 3758): neither in flight nor
+    /// outstanding; kept until a FORWARD TSN moved the peer's cumulative
+    /// ack point past it.
+    Abandoned,
 }
 
 #[derive(Clone, Debug)]
@@ -58,14 +69,41 @@ pub(crate) struct TxChunk {
     /// retransmission); redundant copies do not count. Such a chunk never
     /// gives a [`RttSampling::PerSack`] sample.
     pub(crate) loss_retransmitted: bool,
+    /// Sender-local id of the message the chunk belongs to (the id `send`
+    /// returned): partial reliability abandons whole messages.
+    pub(crate) msg: u64,
+    /// I-DATA Message Identifier and Fragment Sequence Number (RFC 8260).
+    pub(crate) mid: u32,
+    pub(crate) fsn: u32,
+    /// Partial reliability (RFC 3758 timed reliability, RFC 7496 limited
+    /// retransmissions): give up after this instant / after this many
+    /// retransmissions.
+    pub(crate) expires: Option<Instant>,
+    pub(crate) max_rtx: Option<u32>,
+    /// Retransmissions for loss so far (fast, early, timeout, bundled).
+    pub(crate) rtx: u32,
 }
 
 impl TxChunk {
     fn len(&self) -> u32 {
         self.payload.len() as u32
     }
-    fn to_wire(&self) -> DataChunk {
-        DataChunk {
+    /// The chunk as DATA, or as I-DATA when interleaving is in use.
+    fn to_wire(&self, idata: bool) -> Chunk {
+        if idata {
+            return Chunk::IData(IDataChunk {
+                tsn: self.tsn,
+                stream: self.stream,
+                mid: self.mid,
+                ppid_fsn: if self.beginning { self.ppid } else { self.fsn },
+                unordered: self.unordered,
+                beginning: self.beginning,
+                ending: self.ending,
+                immediate: false,
+                payload: self.payload.clone(),
+            });
+        }
+        Chunk::Data(DataChunk {
             tsn: self.tsn,
             stream: self.stream,
             ssn: self.ssn,
@@ -75,8 +113,41 @@ impl TxChunk {
             ending: self.ending,
             immediate: false,
             payload: self.payload.clone(),
-        }
+        })
     }
+    /// Whether partial reliability gives up on it now: its lifetime has
+    /// passed, or it needs a retransmission beyond its limit (`marked`).
+    fn pr_expired(&self, now: Instant, marked: bool) -> bool {
+        self.expires.is_some_and(|t| now > t)
+            || (marked && self.max_rtx.is_some_and(|m| self.rtx >= m))
+    }
+    fn is_pr(&self) -> bool {
+        self.expires.is_some() || self.max_rtx.is_some()
+    }
+}
+
+/// Fragments a stream may cut in one turn of the interleaving scheduler
+/// before the next stream with queued data gets its turn. Messages of up
+/// to this many fragments (about 5.7 KB at the default PMTU) are sent
+/// without interruption, so interleaving never delays their completion;
+/// longer ones let others in every few packets.
+pub(crate) const SCHED_QUANTUM: u32 = 4;
+
+/// A message waiting in the interleaving scheduler (I-DATA in use): no TSN
+/// yet; fragments are cut and numbered when the scheduler picks them.
+#[derive(Clone, Debug)]
+pub(crate) struct Pending {
+    pub(crate) msg: u64,
+    pub(crate) unordered: bool,
+    pub(crate) ppid: u32,
+    pub(crate) payload: Bytes,
+    /// Bytes already cut into fragments.
+    pub(crate) offset: usize,
+    pub(crate) fsn: u32,
+    /// MID, assigned with the first fragment.
+    pub(crate) mid: Option<u32>,
+    pub(crate) expires: Option<Instant>,
+    pub(crate) max_rtx: Option<u32>,
 }
 
 /// Sender state. `chunks[i]` has unit `cum_unit + i` and TSN
@@ -121,6 +192,29 @@ pub(crate) struct Sender {
     /// Unit of the oldest outstanding chunk whose T3 expiry was postponed
     /// once already (`t3_wait_for_newer_sack`).
     pub(crate) t3_postponed_for: Option<u64>,
+    /// I-DATA in use (RFC 8260, both sides offered it).
+    pub(crate) idata: bool,
+    /// Next I-DATA MID per outbound stream, ordered and unordered.
+    pub(crate) mid_ordered: Vec<u32>,
+    pub(crate) mid_unordered: Vec<u32>,
+    /// The interleaving scheduler: messages without TSNs, per stream (only
+    /// streams with queued messages have an entry).
+    pub(crate) sched: BTreeMap<u16, VecDeque<Pending>>,
+    /// The stream the scheduler serves next (round robin).
+    pub(crate) sched_rr: u16,
+    /// Fragments cut for `sched_rr` in its current turn.
+    pub(crate) sched_turn: u32,
+    /// Fragments still to cut from the scheduler's messages.
+    pub(crate) sched_frags: u64,
+    /// Queued chunks with a partial-reliability policy (sweeps are skipped
+    /// while there are none).
+    pub(crate) pr_live: usize,
+    /// A FORWARD TSN / I-FORWARD-TSN is to be sent (RFC 3758 §3.5 C3).
+    pub(crate) fwd_pending: bool,
+    /// The new cumulative TSN of the last FORWARD TSN sent, and when.
+    pub(crate) fwd_last: Option<(Tsn, Instant)>,
+    /// Largest fragment payload (DATA or I-DATA header subtracted).
+    pub(crate) frag: usize,
 }
 
 impl Sender {
@@ -149,7 +243,49 @@ impl Sender {
             last_data_at: None,
             rtt_mode: RttSampling::Karn,
             t3_postponed_for: None,
+            idata: false,
+            mid_ordered: Vec::new(),
+            mid_unordered: Vec::new(),
+            sched: BTreeMap::new(),
+            sched_rr: 0,
+            sched_turn: 0,
+            sched_frags: 0,
+            pr_live: 0,
+            fwd_pending: false,
+            fwd_last: None,
+            frag: 1,
         }
+    }
+
+    /// Size on the wire of a DATA or I-DATA chunk with `payload` bytes.
+    pub(crate) fn chunk_len(&self, payload: usize) -> usize {
+        if self.idata {
+            idata_chunk_len(payload)
+        } else {
+            data_chunk_len(payload)
+        }
+    }
+
+    /// Whether new data waits (queued chunks not yet sent, or messages in
+    /// the interleaving scheduler).
+    pub(crate) fn has_unsent(&self) -> bool {
+        self.next_unsent < self.chunks.len() || !self.sched.is_empty()
+    }
+
+    /// Unsent chunks, counting fragments still in the scheduler.
+    pub(crate) fn unsent_chunks(&self) -> u64 {
+        (self.chunks.len() - self.next_unsent) as u64 + self.sched_frags
+    }
+
+    /// Number of chunks from the cumulative ack point on that were
+    /// abandoned: the Advanced.Peer.Ack.Point (RFC 3758 §3.5 C2) lies that
+    /// many TSNs beyond the cumulative TSN ack.
+    pub(crate) fn abandoned_prefix(&self) -> usize {
+        self.chunks
+            .iter()
+            .take(self.next_unsent)
+            .take_while(|c| c.state == ChunkState::Abandoned)
+            .count()
     }
 
     pub(crate) fn clear(&mut self) {
@@ -164,6 +300,10 @@ impl Sender {
         self.packets.clear();
         self.rtt_probe = None;
         self.fast_recovery = None;
+        self.sched.clear();
+        self.sched_frags = 0;
+        self.pr_live = 0;
+        self.fwd_pending = false;
     }
 
     /// The cumulative TSN ack point (TSN of the last acknowledged chunk).
@@ -203,7 +343,7 @@ impl Sender {
                 self.marked += 1;
             }
             ChunkState::Marked(_) => {}
-            ChunkState::Unsent | ChunkState::GapAcked => return,
+            ChunkState::Unsent | ChunkState::GapAcked | ChunkState::Abandoned => return,
         }
         self.chunks[i].state = ChunkState::Marked(reason);
         if self.rtt_mode != RttSampling::FirstAck
@@ -220,7 +360,9 @@ impl Sender {
         let (mut flight, mut outstanding, mut marked, mut inflight, mut unsent, mut queued) =
             (0u32, 0u32, 0usize, 0u32, 0usize, 0usize);
         let mut per_packet: BTreeMap<u64, u32> = BTreeMap::new();
+        let mut pr = 0usize;
         for (i, c) in self.chunks.iter().enumerate() {
+            pr += usize::from(c.is_pr());
             if c.unit != self.cum_unit + i as u64 || c.tsn != self.initial_tsn.add(c.unit as u32) {
                 return Err(format!("chunk {i} has unit {} tsn {}", c.unit, c.tsn));
             }
@@ -243,8 +385,33 @@ impl Sender {
                     outstanding += c.len();
                     marked += 1;
                 }
-                ChunkState::GapAcked => {}
+                ChunkState::GapAcked | ChunkState::Abandoned => {}
             }
+        }
+        let (mut frags, mut sched_bytes) = (0u64, 0usize);
+        for q in self.sched.values() {
+            if q.is_empty() {
+                return Err("empty scheduler queue kept".into());
+            }
+            for m in q {
+                let left = m.payload.len() - m.offset;
+                sched_bytes += left;
+                frags += left.div_ceil(self.frag.max(1)) as u64;
+            }
+        }
+        if self.sched_frags != frags {
+            return Err(format!(
+                "scheduler counts {} fragments, queues hold {frags}",
+                self.sched_frags
+            ));
+        }
+        unsent += sched_bytes;
+        queued += sched_bytes;
+        if pr != self.pr_live {
+            return Err(format!(
+                "pr_live {} but {pr} chunks have a policy",
+                self.pr_live
+            ));
         }
         let got = (flight, outstanding, marked, inflight, unsent, queued);
         let want = (
@@ -271,81 +438,122 @@ impl Sender {
 }
 
 impl Association {
-    /// Fragment and queue one message; TSNs are assigned now (§6.9 with
-    /// consecutive TSNs for the fragments).
+    /// Fragment and queue one message. Without I-DATA, TSNs are assigned
+    /// now (§6.9 with consecutive TSNs for the fragments); with I-DATA the
+    /// message waits in the interleaving scheduler and gets its TSNs, MID
+    /// and FSNs fragment by fragment as packets are built.
     pub(crate) fn queue_message(
         &mut self,
         now: Instant,
-        m: Outgoing<'_>,
+        p: &super::SendParams,
+        data: &[u8],
     ) -> Result<u64, SendError> {
         if !matches!(self.state, State::Established) {
             return Err(SendError::NotConnected);
         }
-        if m.payload.is_empty() {
+        if data.is_empty() {
             return Err(SendError::Empty);
         }
-        if m.stream >= self.out_streams {
+        if p.stream >= self.out_streams {
             return Err(SendError::InvalidStream {
-                stream: m.stream,
+                stream: p.stream,
                 streams: self.out_streams,
             });
+        }
+        let partial = p.lifetime.is_some() || p.max_retransmissions.is_some();
+        if partial && !self.peer_forward_tsn {
+            return Err(SendError::Unsupported(
+                "partial reliability: the peer does not support FORWARD TSN",
+            ));
         }
         let max = self
             .config
             .max_message_size
             .min(self.config.send_buffer.max(1));
-        if m.payload.len() > max {
+        if data.len() > max {
             return Err(SendError::TooLarge {
-                bytes: m.payload.len(),
+                bytes: data.len(),
                 max,
             });
         }
-        if self.tx.queued_bytes + m.payload.len() > self.config.send_buffer {
+        if self.tx.queued_bytes + data.len() > self.config.send_buffer {
             self.tx.blocked = true;
             return Err(SendError::BufferFull);
         }
-        let frag = self.config.max_fragment();
-        let payload = Bytes::copy_from_slice(m.payload);
-        let stream = usize::from(m.stream);
-        // Unordered messages do not consume an SSN (§6.6: the SSN is ignored).
-        let ssn = if m.unordered {
-            Ssn(0)
-        } else {
-            let s = self.tx.ssn[stream];
-            self.tx.ssn[stream] = s.next();
-            s
-        };
-        let first_unit = self.tx.cum_unit + self.tx.chunks.len() as u64;
+        let frag = self.tx.frag.max(1);
+        let payload = Bytes::copy_from_slice(data);
+        let stream = usize::from(p.stream);
+        let expires = p.lifetime.map(|l| now + l);
+        let id = self.tx.next_message;
+        self.tx.next_message += 1;
         let n = payload.len().div_ceil(frag);
-        for k in 0..n {
-            let start = k * frag;
-            let end = (start + frag).min(payload.len());
-            let unit = first_unit + k as u64;
-            self.tx.chunks.push_back(TxChunk {
-                tsn: self.tx.initial_tsn.add(unit as u32),
-                unit,
-                stream: m.stream,
-                ssn,
-                ppid: 0,
-                unordered: m.unordered,
-                beginning: k == 0,
-                ending: k + 1 == n,
-                payload: payload.slice(start..end),
-                state: ChunkState::Unsent,
-                transmissions: 0,
-                last_sent: now,
-                missing_reports: 0,
-                fast_retransmitted: false,
-                packet: 0,
-                acked_once: false,
-                first_sent: now,
-                loss_retransmitted: false,
-            });
+        // The units the message occupies. With I-DATA this assumes the
+        // scheduler sends in submission order, which holds while only one
+        // stream has data queued (module docs: trace units and I-DATA).
+        let first_unit = self.tx.cum_unit + self.tx.chunks.len() as u64 + self.tx.sched_frags;
+        if self.tx.idata {
+            self.tx
+                .sched
+                .entry(p.stream)
+                .or_default()
+                .push_back(Pending {
+                    msg: id,
+                    unordered: p.unordered,
+                    ppid: p.ppid,
+                    payload: payload.clone(),
+                    offset: 0,
+                    fsn: 0,
+                    mid: None,
+                    expires,
+                    max_rtx: p.max_retransmissions,
+                });
+            self.tx.sched_frags += n as u64;
+        } else {
+            // Unordered messages do not consume an SSN (§6.6: the SSN is ignored).
+            let ssn = if p.unordered {
+                Ssn(0)
+            } else {
+                let s = self.tx.ssn[stream];
+                self.tx.ssn[stream] = s.next();
+                s
+            };
+            for k in 0..n {
+                let start = k * frag;
+                let end = (start + frag).min(payload.len());
+                let unit = first_unit + k as u64;
+                self.tx.chunks.push_back(TxChunk {
+                    tsn: self.tx.initial_tsn.add(unit as u32),
+                    unit,
+                    stream: p.stream,
+                    ssn,
+                    ppid: p.ppid,
+                    unordered: p.unordered,
+                    beginning: k == 0,
+                    ending: k + 1 == n,
+                    payload: payload.slice(start..end),
+                    state: ChunkState::Unsent,
+                    transmissions: 0,
+                    last_sent: now,
+                    missing_reports: 0,
+                    fast_retransmitted: false,
+                    packet: 0,
+                    acked_once: false,
+                    first_sent: now,
+                    loss_retransmitted: false,
+                    msg: id,
+                    mid: 0,
+                    fsn: k as u32,
+                    expires,
+                    max_rtx: p.max_retransmissions,
+                    rtx: 0,
+                });
+            }
+            if partial {
+                self.tx.pr_live += n;
+            }
         }
         self.tx.queued_bytes += payload.len();
         self.tx.unsent_bytes += payload.len();
-        let id = self.tx.next_message;
-        self.tx.next_message += 1;
         if let Some(prev) = self.last_submit {
             self.last_message_interval = Some(now.saturating_duration_since(prev));
         }
@@ -355,12 +563,291 @@ impl Association {
         self.tracer.record(|| Record::Submitted {
             time: now,
             message: id,
-            stream: m.stream,
+            stream: p.stream,
             bytes,
-            unordered: m.unordered,
+            unordered: p.unordered,
             units: Units::new(first_unit, first_unit + n as u64),
         });
         Ok(id)
+    }
+
+    /// The interleaving scheduler (I-DATA): cut the next fragment and append
+    /// it to the queue with the next TSN. Streams with queued messages take
+    /// turns (round robin): a turn ends with the end of a message or after
+    /// [`SCHED_QUANTUM`] fragments of a long one, so small messages finish
+    /// in one turn while a large message yields every few packets. Within a
+    /// stream, messages go whole and in submission order. Returns false
+    /// when nothing waits.
+    fn pull_fragment(&mut self, now: Instant) -> bool {
+        let tx = &mut self.tx;
+        let Some(stream) = tx
+            .sched
+            .range(tx.sched_rr..)
+            .next()
+            .or_else(|| tx.sched.iter().next())
+            .map(|(&s, _)| s)
+        else {
+            return false;
+        };
+        let frag = tx.frag.max(1);
+        let Some(q) = tx.sched.get_mut(&stream) else {
+            return false;
+        };
+        let Some(m) = q.front_mut() else {
+            return false;
+        };
+        let s = usize::from(stream);
+        let mid = match m.mid {
+            Some(mid) => mid,
+            None => {
+                let counter = if m.unordered {
+                    &mut tx.mid_unordered[s]
+                } else {
+                    &mut tx.mid_ordered[s]
+                };
+                let mid = *counter;
+                *counter = counter.wrapping_add(1);
+                m.mid = Some(mid);
+                mid
+            }
+        };
+        let start = m.offset;
+        let end = (start + frag).min(m.payload.len());
+        let unit = tx.cum_unit + tx.chunks.len() as u64;
+        let chunk = TxChunk {
+            tsn: tx.initial_tsn.add(unit as u32),
+            unit,
+            stream,
+            ssn: Ssn(0),
+            ppid: m.ppid,
+            unordered: m.unordered,
+            beginning: start == 0,
+            ending: end == m.payload.len(),
+            payload: m.payload.slice(start..end),
+            state: ChunkState::Unsent,
+            transmissions: 0,
+            last_sent: now,
+            missing_reports: 0,
+            fast_retransmitted: false,
+            packet: 0,
+            acked_once: false,
+            first_sent: now,
+            loss_retransmitted: false,
+            msg: m.msg,
+            mid,
+            fsn: m.fsn,
+            expires: m.expires,
+            max_rtx: m.max_rtx,
+            rtx: 0,
+        };
+        m.offset = end;
+        m.fsn = m.fsn.wrapping_add(1);
+        if chunk.ending {
+            q.pop_front();
+            if q.is_empty() {
+                tx.sched.remove(&stream);
+            }
+        }
+        tx.sched_frags = tx.sched_frags.saturating_sub(1);
+        tx.pr_live += usize::from(chunk.is_pr());
+        // The stream keeps its turn until the message is complete or it
+        // has cut SCHED_QUANTUM fragments in this turn.
+        tx.sched_turn += 1;
+        if chunk.ending || tx.sched_turn >= SCHED_QUANTUM {
+            tx.sched_rr = stream.wrapping_add(1);
+            tx.sched_turn = 0;
+        } else {
+            tx.sched_rr = stream;
+        }
+        tx.chunks.push_back(chunk);
+        true
+    }
+
+    /// Partial reliability (RFC 3758 §3.5, RFC 7496): give up on the whole
+    /// message that chunk `i` belongs to. Every fragment leaves the flight
+    /// and the outstanding bytes; fragments not yet cut (I-DATA) are cut
+    /// now and abandoned unsent, so TSNs and trace units stay in step; the
+    /// FORWARD TSN goes out with the next packet if the cumulative ack point
+    /// can move.
+    pub(crate) fn abandon_message(&mut self, now: Instant, i: usize) {
+        let msg = self.tx.chunks[i].msg;
+        // I-DATA: cut the rest of the message out of the scheduler.
+        if self.tx.idata && !self.tx.chunks[i].ending {
+            let stream = self.tx.chunks[i].stream;
+            let rest = self
+                .tx
+                .sched
+                .get(&stream)
+                .and_then(|q| q.front())
+                .is_some_and(|m| m.msg == msg);
+            if rest {
+                // Pull fragment by fragment from that stream only.
+                loop {
+                    let rr = self.tx.sched_rr;
+                    self.tx.sched_rr = stream;
+                    let more = self
+                        .tx
+                        .sched
+                        .get(&stream)
+                        .and_then(|q| q.front())
+                        .is_some_and(|m| m.msg == msg);
+                    if !more || !self.pull_fragment(now) {
+                        self.tx.sched_rr = rr;
+                        break;
+                    }
+                    self.tx.sched_rr = rr;
+                }
+            }
+        }
+        let mut units: Vec<u64> = Vec::new();
+        for j in 0..self.tx.chunks.len() {
+            if self.tx.chunks[j].msg != msg {
+                continue;
+            }
+            let len = self.tx.chunks[j].len();
+            match self.tx.chunks[j].state {
+                ChunkState::Abandoned => continue,
+                ChunkState::Unsent => {
+                    self.tx.unsent_bytes -= len as usize;
+                }
+                ChunkState::InFlight => {
+                    self.tx.leave_flight(j);
+                    self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(len);
+                }
+                ChunkState::Marked(_) => {
+                    self.tx.marked -= 1;
+                    self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(len);
+                }
+                ChunkState::GapAcked => {}
+            }
+            let c = &mut self.tx.chunks[j];
+            c.state = ChunkState::Abandoned;
+            units.push(c.unit);
+            if matches!(self.tx.rtt_probe, Some((u, _)) if u == c.unit) {
+                self.tx.rtt_probe = None;
+            }
+        }
+        // Abandoned chunks that were never sent join the sent prefix (they
+        // are contiguous at `next_unsent`: a message's unsent fragments are
+        // the next to go).
+        while self.tx.next_unsent < self.tx.chunks.len()
+            && self.tx.chunks[self.tx.next_unsent].state == ChunkState::Abandoned
+        {
+            self.tx.next_unsent += 1;
+        }
+        self.stats.abandoned_messages += 1;
+        if self.tracer.enabled() {
+            units.sort_unstable();
+            let mut k = 0;
+            while k < units.len() {
+                let start = units[k];
+                let mut end = start + 1;
+                k += 1;
+                while k < units.len() && units[k] == end {
+                    end += 1;
+                    k += 1;
+                }
+                self.tracer.record(|| Record::Abandoned {
+                    time: now,
+                    units: Units::new(start, end),
+                });
+            }
+        }
+        if self.tx.abandoned_prefix() > 0 {
+            self.tx.fwd_pending = true;
+        }
+    }
+
+    /// Partial reliability sweep: abandon messages with a chunk waiting for
+    /// retransmission whose lifetime passed or whose retransmission limit is
+    /// reached, and a next new chunk whose lifetime passed (RFC 3758 §3.5
+    /// A1-A3: checked before every (re)transmission; called at T3 expiry,
+    /// after fast retransmit marking and before each packet is built).
+    pub(crate) fn pr_sweep(&mut self, now: Instant) {
+        if self.tx.pr_live == 0 {
+            return;
+        }
+        let mut i = 0;
+        while i < self.tx.next_unsent {
+            let c = &self.tx.chunks[i];
+            if matches!(c.state, ChunkState::Marked(_)) && c.pr_expired(now, true) {
+                self.abandon_message(now, i);
+            }
+            i += 1;
+        }
+        while self.tx.next_unsent < self.tx.chunks.len()
+            && self.tx.chunks[self.tx.next_unsent].pr_expired(now, false)
+        {
+            let n = self.tx.next_unsent;
+            self.abandon_message(now, n);
+        }
+    }
+
+    /// The FORWARD TSN (RFC 3758 §3.2) or I-FORWARD-TSN (RFC 8260 §2.3.1)
+    /// announcing the Advanced.Peer.Ack.Point, if it is beyond the
+    /// cumulative TSN ack: the new cumulative TSN and, per stream, the last
+    /// skipped SSN of ordered messages (FORWARD TSN) or the last skipped MID
+    /// per stream and ordering (I-FORWARD-TSN).
+    pub(crate) fn build_forward_tsn(&self) -> Option<Chunk> {
+        let k = self.tx.abandoned_prefix();
+        if k == 0 {
+            return None;
+        }
+        let new_cum_tsn = self.tx.cum_tsn().add(k as u32);
+        let skipped = self.tx.chunks.range(..k);
+        if self.tx.idata {
+            // Ordered: the last skipped MID per stream (the receiver skips
+            // everything up to it). Unordered: every skipped message, since
+            // unordered MIDs say nothing about each other.
+            let mut last: BTreeMap<u16, u32> = BTreeMap::new();
+            let mut unordered: Vec<(u16, u32)> = Vec::new();
+            for c in skipped {
+                if c.unordered {
+                    unordered.push((c.stream, c.mid));
+                    continue;
+                }
+                let e = last.entry(c.stream).or_insert(c.mid);
+                if c.mid.wrapping_sub(*e) < 1 << 31 {
+                    *e = c.mid;
+                }
+            }
+            unordered.sort_unstable();
+            unordered.dedup();
+            let streams = last
+                .into_iter()
+                .map(|(stream, mid)| IForwardTsnStream {
+                    stream,
+                    unordered: false,
+                    mid,
+                })
+                .chain(
+                    unordered
+                        .into_iter()
+                        .map(|(stream, mid)| IForwardTsnStream {
+                            stream,
+                            unordered: true,
+                            mid,
+                        }),
+                )
+                .collect();
+            return Some(Chunk::IForwardTsn(IForwardTsnChunk {
+                new_cum_tsn,
+                streams,
+            }));
+        }
+        let mut last: BTreeMap<u16, Ssn> = BTreeMap::new();
+        for c in skipped.filter(|c| !c.unordered) {
+            // SSNs grow with TSNs within a stream: the last one is the highest.
+            last.insert(c.stream, c.ssn);
+        }
+        let streams = last
+            .into_iter()
+            .map(|(stream, ssn)| ForwardTsnStream { stream, ssn })
+            .collect();
+        Some(Chunk::ForwardTsn(ForwardTsnChunk {
+            new_cum_tsn,
+            streams,
+        }))
     }
 
     /// SACK processing (§6.2.1 D), loss detection (§7.2.4), window and timer
@@ -420,6 +907,7 @@ impl Association {
             };
             self.tx.next_unsent -= 1;
             self.tx.queued_bytes -= c.payload.len();
+            self.tx.pr_live -= usize::from(c.is_pr());
             match c.state {
                 ChunkState::InFlight => {
                     self.tx.flight = self.tx.flight.saturating_sub(c.len());
@@ -428,6 +916,11 @@ impl Association {
                 }
                 ChunkState::Marked(_) => self.tx.marked -= 1,
                 _ => {}
+            }
+            if c.state == ChunkState::Abandoned {
+                // Skipped by a FORWARD TSN: neither acknowledged nor outstanding.
+                self.tx.cum_unit += 1;
+                continue;
             }
             if c.state != ChunkState::GapAcked {
                 self.tx.outstanding_bytes = self.tx.outstanding_bytes.saturating_sub(c.len());
@@ -478,7 +971,7 @@ impl Association {
             highest_reported = Some(highest_reported.map_or(hi, |h: usize| h.max(hi)));
             for i in lo..=hi {
                 let st = self.tx.chunks[i].state;
-                if st == ChunkState::GapAcked {
+                if matches!(st, ChunkState::GapAcked | ChunkState::Abandoned) {
                     continue;
                 }
                 match st {
@@ -556,7 +1049,7 @@ impl Association {
             .tx
             .chunks
             .iter()
-            .find(|c| c.state != ChunkState::GapAcked)
+            .find(|c| !matches!(c.state, ChunkState::GapAcked | ChunkState::Abandoned))
             .map_or(0, |c| c.len());
         if next_len > 0 && sack.a_rwnd < next_len {
             self.error_count = 0;
@@ -611,12 +1104,37 @@ impl Association {
             }
             if !lost.is_empty() {
                 self.fast_retransmit(now, &lost);
+                self.pr_sweep(now);
+            }
+        }
+
+        // RFC 3758 §3.5 C1-C3: while abandoned chunks lie right after the
+        // cumulative ack point, (re)send the FORWARD TSN. A SACK that merely
+        // crossed our last FORWARD TSN on the way does not repeat it: it is
+        // repeated when the ack point moved since, or when a round trip
+        // passed without the peer acting on it (T3 covers the rest).
+        let skipped = self.tx.abandoned_prefix();
+        let forward_owed = skipped > 0;
+        if forward_owed {
+            let point = self.tx.cum_tsn().add(skipped as u32);
+            let rtt = self.rto.srtt.unwrap_or(self.rto.rto);
+            let repeat = match self.tx.fwd_last {
+                Some((sent, at)) => sent != point || now >= at + rtt,
+                None => true,
+            };
+            if repeat {
+                self.tx.fwd_pending = true;
             }
         }
 
         // T3-rtx rules (§6.3.2 R2, R3).
-        if self.tx.nothing_outstanding() {
+        if self.tx.nothing_outstanding() && !forward_owed {
             self.timers.stop(Timer::T3Rtx);
+        } else if self.tx.nothing_outstanding() {
+            // Only a FORWARD TSN is unanswered: T3 retransmits it.
+            if !self.timers.is_running(Timer::T3Rtx) {
+                self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+            }
         } else if cum_advanced {
             // The earliest-sent chunk still in flight (002 §4.2.4: first on
             // the transmitted list, which is in transmission order).
@@ -721,6 +1239,9 @@ impl Association {
     /// T3-rtx expiry (§6.3.3 E1-E3).
     pub(crate) fn on_t3_expiry(&mut self, now: Instant) {
         if self.tx.nothing_outstanding() {
+            if self.tx.abandoned_prefix() > 0 {
+                self.forward_tsn_timeout(now);
+            }
             return;
         }
         if self.postpone_t3(now) {
@@ -767,12 +1288,39 @@ impl Association {
         self.error_count += 1;
         self.path_error_count += 1;
         if self.error_count > self.config.association_max_retrans {
-            self.enter_closed(
+            self.give_up(
                 now,
-                Some("too many retransmissions: Association.Max.Retrans exceeded".into()),
+                "too many retransmissions: Association.Max.Retrans exceeded",
             );
             return;
         }
+        // RFC 3758 §3.5 A3: abandon what may not be retransmitted; the
+        // FORWARD TSN goes out with the retransmissions.
+        self.pr_sweep(now);
+        if self.tx.abandoned_prefix() > 0 {
+            self.tx.fwd_pending = true;
+        }
+        self.timers.set(Timer::T3Rtx, now + self.rto.rto);
+    }
+
+    /// T3 expired with nothing outstanding but an unanswered FORWARD TSN
+    /// (RFC 3758 §3.5: the FORWARD TSN is retransmitted on T3 like data):
+    /// back off, count the error, send it again.
+    fn forward_tsn_timeout(&mut self, now: Instant) {
+        self.stats.t3_expiries += 1;
+        self.error_count += 1;
+        self.path_error_count += 1;
+        if self.error_count > self.config.association_max_retrans {
+            self.give_up(
+                now,
+                "too many retransmissions: Association.Max.Retrans exceeded",
+            );
+            return;
+        }
+        let rto = self.rto.rto.saturating_mul(2).min(self.config.rto_max);
+        self.rto.set(rto);
+        self.record_rto(now);
+        self.tx.fwd_pending = true;
         self.timers.set(Timer::T3Rtx, now + self.rto.rto);
     }
 
@@ -871,7 +1419,12 @@ impl Association {
                 let ChunkState::Marked(reason) = self.tx.chunks[i].state else {
                     continue;
                 };
-                let len = data_chunk_len(self.tx.chunks[i].payload.len());
+                if self.tx.chunks[i].pr_expired(now, true) {
+                    // RFC 3758 §3.5 A2: checked again right before resending.
+                    self.abandon_message(now, i);
+                    continue;
+                }
+                let len = self.tx.chunk_len(self.tx.chunks[i].payload.len());
                 if len > *room {
                     break;
                 }
@@ -879,9 +1432,11 @@ impl Association {
                 self.tx.marked -= 1;
                 self.tx.in_flight_chunks += 1;
                 self.tx.flight += self.tx.chunks[i].len();
+                let idata = self.tx.idata;
                 let c = &mut self.tx.chunks[i];
                 c.state = ChunkState::InFlight;
                 c.transmissions += 1;
+                c.rtx += 1;
                 c.last_sent = now;
                 c.missing_reports = 0;
                 c.packet = pid;
@@ -900,7 +1455,7 @@ impl Association {
                 // §7.2.4 step 4: retransmitting the first outstanding chunk
                 // restarts T3 (chunks[0] is the lowest outstanding TSN).
                 let restart_t3 = fast && i == 0;
-                out.push(Chunk::Data(c.to_wire()));
+                out.push(c.to_wire(idata));
                 self.stats.count_data(reason, c.payload.len());
                 let (unit, bytes) = (c.unit, c.len());
                 self.push_sent(unit, bytes, reason);
@@ -916,14 +1471,14 @@ impl Association {
             }
         }
 
-        let has_new = self.tx.next_unsent < self.tx.chunks.len();
+        let has_new = self.tx.has_unsent();
         if has_new && self.config.idle_cwnd_decay {
             self.idle_decay(now);
         }
         if self.tx.marked == 0 && has_new && self.cc.allows(self.tx.flight) {
             let nagle_hold = !self.config.no_delay
                 && !self.tx.nothing_outstanding()
-                && self.tx.unsent_bytes < self.config.max_fragment();
+                && self.tx.unsent_bytes < self.tx.frag;
             if !nagle_hold {
                 let (start, sent_start, first_new, before) = (
                     out.len(),
@@ -952,6 +1507,7 @@ impl Association {
                     .iter()
                     .filter_map(|c| match c {
                         Chunk::Data(d) => Some(cum + i64::from(d.tsn.distance(base))),
+                        Chunk::IData(d) => Some(cum + i64::from(d.tsn.distance(base))),
                         _ => None,
                     })
                     .max()
@@ -988,10 +1544,19 @@ impl Association {
         added: &mut u32,
         live: &mut u32,
     ) {
-        while self.tx.next_unsent < self.tx.chunks.len() {
+        loop {
+            if self.tx.next_unsent == self.tx.chunks.len() && !self.pull_fragment(now) {
+                break;
+            }
             let i = self.tx.next_unsent;
+            if self.tx.chunks[i].pr_expired(now, false) {
+                // RFC 3758 §3.5 A2: a message whose lifetime passed before
+                // it was sent is abandoned, never sent.
+                self.abandon_message(now, i);
+                continue;
+            }
             let plen = self.tx.chunks[i].len();
-            let len = data_chunk_len(plen as usize);
+            let len = self.tx.chunk_len(plen as usize);
             if len > *room {
                 break;
             }
@@ -1014,7 +1579,8 @@ impl Association {
             c.last_sent = now;
             c.first_sent = now;
             c.packet = pid;
-            out.push(Chunk::Data(c.to_wire()));
+            let idata = self.tx.idata;
+            out.push(c.to_wire(idata));
             let unit = c.unit;
             self.stats.count_data(TxReason::New, plen as usize);
             self.push_sent(unit, plen, TxReason::New);
@@ -1065,7 +1631,7 @@ impl Association {
                 continue;
             }
             let plen = self.tx.chunks[i].len();
-            let len = data_chunk_len(plen as usize);
+            let len = self.tx.chunk_len(plen as usize);
             let over_limit = max_bytes.is_some_and(|m| payload + u64::from(plen) > u64::from(m));
             if len > *room || over_limit {
                 break;
@@ -1076,7 +1642,7 @@ impl Association {
             // Karn: a chunk sent twice never gives an RTT sample (other
             // sampling modes measure from the first copy, see mechanism::rtt).
             c.transmissions += 1;
-            copies.push(Chunk::Data(c.to_wire()));
+            copies.push(c.to_wire(self.tx.idata));
             let unit = c.unit;
             if self.tx.rtt_mode == RttSampling::Karn
                 && matches!(self.tx.rtt_probe, Some((u, _)) if u == unit)
@@ -1113,7 +1679,12 @@ impl Association {
         // Packet id -> whether every chunk it carried (last transmission) is gap-acked.
         let mut packets: BTreeMap<u64, bool> = BTreeMap::new();
         let (mut bytes, mut bytes_acked) = (0u32, 0u32);
-        for c in self.tx.chunks.range(..self.tx.next_unsent) {
+        for c in self
+            .tx
+            .chunks
+            .range(..self.tx.next_unsent)
+            .filter(|c| c.state != ChunkState::Abandoned)
+        {
             let acked = c.state == ChunkState::GapAcked;
             bytes = bytes.saturating_add(c.len());
             if acked {

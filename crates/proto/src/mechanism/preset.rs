@@ -76,6 +76,8 @@
 //!   samples, a 10 ms RTTVAR floor, control round trips as seeds only, a
 //!   handshake-seeded RTO, SACK-IMMEDIATELY while thin, T3 waiting once for
 //!   a newer packet's SACK, and thin detection by packets per round trip.
+//!   It also offers RFC 8260 message interleaving ([`Config::interleaving`]),
+//!   used when the peer offers it too; every other base leaves it off.
 
 use std::fmt;
 
@@ -236,6 +238,8 @@ impl Config {
     pub fn production() -> Config {
         Config {
             mechanisms: Mechanisms::production(),
+            // RFC 8260 message interleaving, used when the peer offers it.
+            interleaving: true,
             ..Config::default()
         }
     }

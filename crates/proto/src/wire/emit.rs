@@ -18,6 +18,12 @@ pub const fn data_chunk_len(payload_len: usize) -> usize {
     pad4(DATA_CHUNK_HEADER_LEN + payload_len)
 }
 
+/// Size on the wire of an I-DATA chunk carrying `payload_len` bytes of
+/// user data, including padding (RFC 8260 §2.1).
+pub const fn idata_chunk_len(payload_len: usize) -> usize {
+    pad4(I_DATA_CHUNK_HEADER_LEN + payload_len)
+}
+
 /// Round `n` up to a multiple of 4 (RFC 9260 §3.2).
 pub const fn padded(n: usize) -> usize {
     pad4(n)
@@ -101,6 +107,8 @@ impl Chunk {
             Chunk::CookieAck => chunk_type::COOKIE_ACK,
             Chunk::ShutdownComplete(_) => chunk_type::SHUTDOWN_COMPLETE,
             Chunk::ForwardTsn(_) => chunk_type::FORWARD_TSN,
+            Chunk::IData(_) => chunk_type::I_DATA,
+            Chunk::IForwardTsn(_) => chunk_type::I_FORWARD_TSN,
             Chunk::Unknown(u) => u.kind,
         }
     }
@@ -110,6 +118,9 @@ impl Chunk {
     pub fn flags(&self) -> u8 {
         match self {
             Chunk::Data(d) => d.flags(),
+            Chunk::IData(d) => {
+                crate::wire::data_flag_bits(d.unordered, d.beginning, d.ending, d.immediate)
+            }
             Chunk::Abort(a) => u8::from(a.t_bit) * T_BIT,
             Chunk::ShutdownComplete(s) => u8::from(s.t_bit) * T_BIT,
             Chunk::Unknown(u) => u.flags,
@@ -135,6 +146,8 @@ impl Chunk {
             Chunk::Error(e) => tlv_list_len(&e.causes, ErrorCause::tlv_len),
             Chunk::CookieEcho(c) => c.cookie.len(),
             Chunk::ForwardTsn(f) => 4 + 4 * f.streams.len(),
+            Chunk::IData(d) => I_DATA_CHUNK_HEADER_LEN - 4 + d.payload.len(),
+            Chunk::IForwardTsn(f) => 4 + 8 * f.streams.len(),
             Chunk::Unknown(u) => u.value.len(),
         }
     }
@@ -219,6 +232,22 @@ impl Chunk {
                     put16(out, s.ssn.0);
                 }
             }
+            Chunk::IData(d) => {
+                put32(out, d.tsn.0);
+                put16(out, d.stream);
+                put16(out, 0);
+                put32(out, d.mid);
+                put32(out, d.ppid_fsn);
+                out.extend_from_slice(&d.payload);
+            }
+            Chunk::IForwardTsn(f) => {
+                put32(out, f.new_cum_tsn.0);
+                for s in &f.streams {
+                    put16(out, s.stream);
+                    put16(out, u16::from(s.unordered));
+                    put32(out, s.mid);
+                }
+            }
             Chunk::Unknown(u) => out.extend_from_slice(&u.value),
         }
         pad_from(out, start);
@@ -233,25 +262,47 @@ impl Chunk {
 impl DataChunk {
     /// The flags byte: U (0x04), B (0x02), E (0x01), I (0x08, RFC 7053).
     pub fn flags(&self) -> u8 {
-        let mut f = 0;
-        if self.unordered {
-            f |= data_flags::UNORDERED;
-        }
-        if self.beginning {
-            f |= data_flags::BEGINNING;
-        }
-        if self.ending {
-            f |= data_flags::ENDING;
-        }
-        if self.immediate {
-            f |= data_flags::IMMEDIATE;
-        }
-        f
+        data_flag_bits(self.unordered, self.beginning, self.ending, self.immediate)
     }
 
     /// Encoded size including padding; equals `data_chunk_len(payload.len())`.
     pub fn encoded_len(&self) -> usize {
         data_chunk_len(self.payload.len())
+    }
+}
+
+/// The DATA / I-DATA flags byte from its four bits.
+pub(crate) fn data_flag_bits(
+    unordered: bool,
+    beginning: bool,
+    ending: bool,
+    immediate: bool,
+) -> u8 {
+    let mut f = 0;
+    if unordered {
+        f |= data_flags::UNORDERED;
+    }
+    if beginning {
+        f |= data_flags::BEGINNING;
+    }
+    if ending {
+        f |= data_flags::ENDING;
+    }
+    if immediate {
+        f |= data_flags::IMMEDIATE;
+    }
+    f
+}
+
+impl IDataChunk {
+    /// The flags byte (same bits as DATA).
+    pub fn flags(&self) -> u8 {
+        data_flag_bits(self.unordered, self.beginning, self.ending, self.immediate)
+    }
+
+    /// Encoded size including padding; equals `idata_chunk_len(payload.len())`.
+    pub fn encoded_len(&self) -> usize {
+        idata_chunk_len(self.payload.len())
     }
 }
 

@@ -1,6 +1,7 @@
 //! SCTP wire codec: parse byte strings into representations, emit
-//! representations into bytes (RFC 9260, FORWARD TSN of RFC 3758, carried
-//! in UDP per RFC 6951: the UDP payload is exactly the SCTP packet).
+//! representations into bytes (RFC 9260, FORWARD TSN of RFC 3758, I-DATA
+//! and I-FORWARD-TSN of RFC 8260, carried in UDP per RFC 6951: the UDP
+//! payload is exactly the SCTP packet).
 //!
 //! Decoding never panics on any input: malformed input is a [`WireError`].
 //! Representations only hold what the wire can carry; emitting a
@@ -40,7 +41,8 @@
 //!   ([`WireError::BadChunkLength`], [`WireError::BadParamLength`]), fixed
 //!   size chunks/parameters with another size (SHUTDOWN 8, SHUTDOWN ACK /
 //!   COOKIE ACK / SHUTDOWN COMPLETE 4, IPv4 8, IPv6 20, Cookie Preservative
-//!   8, Forward-TSN-Supported 4, FORWARD TSN 8+4n, Supported Address Types
+//!   8, Forward-TSN-Supported 4, FORWARD TSN 8+4n, I-FORWARD-TSN 8+8n,
+//!   I-DATA at least 20, Supported Address Types
 //!   with an odd value length), a SACK whose Length disagrees with its block
 //!   counts, a HEARTBEAT that is not exactly one Heartbeat Info TLV
 //!   ([`WireError::Malformed`]). It keeps what is a protocol decision for the
@@ -55,8 +57,14 @@
 //!   `Param::Unknown` so the association reports them as unrecognized.
 //!   Heartbeat Info (0x0001) is only meaningful inside HEARTBEAT; in INIT it
 //!   is `Param::Unknown`.
-//! - **Flags.** DATA: U 0x04, B 0x02, E 0x01, I 0x08 (RFC 7053); other DATA
-//!   flag bits are ignored on parse and sent as zero. ABORT and SHUTDOWN
+//! - **Flags.** DATA and I-DATA: U 0x04, B 0x02, E 0x01, I 0x08 (RFC 7053);
+//!   other DATA flag bits are ignored on parse and sent as zero.
+//! - **I-DATA's shared field** (RFC 8260 §2.1): the fourth word is the PPID
+//!   when B is set (the FSN is then 0 by definition) and the FSN otherwise.
+//!   [`IDataChunk::ppid_fsn`] keeps the raw word; [`IDataChunk::ppid`] and
+//!   [`IDataChunk::fsn`] read it according to B. I-FORWARD-TSN entries keep
+//!   only the U flag of their 16-bit flags field (the rest is reserved, sent
+//!   as zero, ignored on parse). ABORT and SHUTDOWN
 //!   COMPLETE: T 0x01. Chunks without flags ignore them on parse and send
 //!   zero (§3.2). [`UnknownChunk`] keeps its flags byte.
 //! - **Errors** carry the offending type and Length; error causes with a
@@ -92,7 +100,8 @@ pub use cause::Unrecognized;
 pub use checksum::{
     checksum, checksum_ok, read_checksum_field, write_checksum_field, CHECKSUM_OFFSET,
 };
-pub use emit::{data_chunk_len, padded};
+pub(crate) use emit::data_flag_bits;
+pub use emit::{data_chunk_len, idata_chunk_len, padded};
 pub use parse::peek_header;
 pub use serial::{Ssn, Tsn};
 
@@ -103,6 +112,9 @@ pub const SCTP_UDP_TUNNELING_PORT: u16 = 9899;
 pub const COMMON_HEADER_LEN: usize = 12;
 /// Size of a DATA chunk header (type, flags, length, TSN, stream, SSN, PPID).
 pub const DATA_CHUNK_HEADER_LEN: usize = 16;
+/// Size of an I-DATA chunk header (type, flags, length, TSN, stream,
+/// reserved, MID, PPID/FSN; RFC 8260 §2.1).
+pub const I_DATA_CHUNK_HEADER_LEN: usize = 20;
 /// Size of the fixed part of INIT / INIT ACK (chunk header included).
 pub const INIT_CHUNK_HEADER_LEN: usize = 20;
 /// Size of the fixed part of SACK (chunk header included).
@@ -124,7 +136,7 @@ pub mod data_flags {
 /// sender filled in the peer's tag, not its own.
 pub const T_BIT: u8 = 0x01;
 
-/// Chunk type codes (RFC 9260 §3.2, RFC 3758 §3.2).
+/// Chunk type codes (RFC 9260 §3.2, RFC 3758 §3.2, RFC 8260 §2.1, §2.3.1).
 pub mod chunk_type {
     pub const DATA: u8 = 0x00;
     pub const INIT: u8 = 0x01;
@@ -140,6 +152,8 @@ pub mod chunk_type {
     pub const COOKIE_ACK: u8 = 0x0B;
     pub const SHUTDOWN_COMPLETE: u8 = 0x0E;
     pub const FORWARD_TSN: u8 = 0xC0;
+    pub const I_DATA: u8 = 0x40;
+    pub const I_FORWARD_TSN: u8 = 0xC2;
 }
 
 /// INIT/INIT ACK parameter type codes (RFC 9260 §3.3.2, RFC 3758, RFC 5061).
@@ -206,6 +220,8 @@ pub enum Chunk {
     CookieAck,
     ShutdownComplete(ShutdownCompleteChunk),
     ForwardTsn(ForwardTsnChunk),
+    IData(IDataChunk),
+    IForwardTsn(IForwardTsnChunk),
     Unknown(UnknownChunk),
 }
 
@@ -221,6 +237,59 @@ pub struct DataChunk {
     pub ending: bool,
     pub immediate: bool,
     pub payload: Bytes,
+}
+
+/// I-DATA (RFC 8260 §2.1): like DATA, but fragments are named by the
+/// message (MID, per stream and per ordered/unordered) and their place in
+/// it (FSN) instead of consecutive TSNs, so fragments of different
+/// messages may interleave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IDataChunk {
+    pub tsn: Tsn,
+    pub stream: u16,
+    /// Message Identifier.
+    pub mid: u32,
+    /// PPID if `beginning`, else the Fragment Sequence Number.
+    pub ppid_fsn: u32,
+    pub unordered: bool,
+    pub beginning: bool,
+    pub ending: bool,
+    pub immediate: bool,
+    pub payload: Bytes,
+}
+
+impl IDataChunk {
+    /// The PPID: carried by the first fragment only (0 on the others).
+    pub fn ppid(&self) -> u32 {
+        if self.beginning {
+            self.ppid_fsn
+        } else {
+            0
+        }
+    }
+    /// The Fragment Sequence Number: 0 on the first fragment.
+    pub fn fsn(&self) -> u32 {
+        if self.beginning {
+            0
+        } else {
+            self.ppid_fsn
+        }
+    }
+}
+
+/// I-FORWARD-TSN (RFC 8260 §2.3.1): FORWARD TSN for I-DATA; entries name
+/// the last skipped message per (stream, ordered/unordered) by MID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IForwardTsnChunk {
+    pub new_cum_tsn: Tsn,
+    pub streams: Vec<IForwardTsnStream>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IForwardTsnStream {
+    pub stream: u16,
+    pub unordered: bool,
+    pub mid: u32,
 }
 
 /// INIT and INIT ACK share this layout (RFC 9260 §3.3.2, §3.3.3).

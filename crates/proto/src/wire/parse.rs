@@ -310,6 +310,45 @@ fn parse_chunk(
                 streams,
             })
         }
+        chunk_type::I_DATA => {
+            // RFC 8260 §2.1. As for DATA, an empty payload is the
+            // association's business (ABORT "No User Data").
+            if val.len() < I_DATA_CHUNK_HEADER_LEN - 4 {
+                return Err(bad_len);
+            }
+            Chunk::IData(IDataChunk {
+                tsn: Tsn(be32(val, 0)),
+                stream: be16(val, 4),
+                mid: be32(val, 8),
+                ppid_fsn: be32(val, 12),
+                unordered: flags & data_flags::UNORDERED != 0,
+                beginning: flags & data_flags::BEGINNING != 0,
+                ending: flags & data_flags::ENDING != 0,
+                immediate: flags & data_flags::IMMEDIATE != 0,
+                payload: src.bytes(v.start + 16..v.end),
+            })
+        }
+        chunk_type::I_FORWARD_TSN => {
+            // RFC 8260 §2.3.1: new cumulative TSN, then 8-byte entries
+            // (stream, flags with U in the lowest bit, MID).
+            if val.len() < 4 || (val.len() - 4) & 7 != 0 {
+                return Err(bad_len);
+            }
+            let n = (val.len() - 4) / 8;
+            let mut streams = Vec::with_capacity(n);
+            for i in 0..n {
+                let at = 4 + 8 * i;
+                streams.push(IForwardTsnStream {
+                    stream: be16(val, at),
+                    unordered: be16(val, at + 2) & 1 != 0,
+                    mid: be32(val, at + 4),
+                });
+            }
+            Chunk::IForwardTsn(IForwardTsnChunk {
+                new_cum_tsn: Tsn(be32(val, 0)),
+                streams,
+            })
+        }
         _ => Chunk::Unknown(UnknownChunk {
             kind,
             flags,

@@ -131,12 +131,13 @@ fn empty_data_aborts() {
     assert_eq!(f.a.state(), State::Closed);
 }
 
-// §3.2, type 0x40 (01): stop processing the packet and report.
+// §3.2, type 0x41 (01): stop processing the packet and report. (0x40 is
+// I-DATA, RFC 8260.)
 #[test]
 fn unknown_chunk_stop_and_report() {
     let mut f = established_server(Config::default());
     let (t, cum) = (f.tsn, f.cum());
-    f.feed(vec![unknown(0x40), data(t, 0, 0, b"x")]);
+    f.feed(vec![unknown(0x41), data(t, 0, 0, b"x")]);
     assert_eq!(
         f.cum(),
         cum,
@@ -150,7 +151,7 @@ fn unknown_chunk_stop_and_report() {
     assert_eq!(e.causes[0].code, cause_code::UNRECOGNIZED_CHUNK_TYPE);
     assert_eq!(
         &e.causes[0].info[..],
-        &[0x40, 0, 0, 8, b'a', b'b', b'c', b'd']
+        &[0x41, 0, 0, 8, b'a', b'b', b'c', b'd']
     );
 }
 
@@ -285,6 +286,39 @@ fn forward_tsn_skips_and_delivers() {
     assert_eq!(f.cum(), t.add(1));
     assert_eq!(f.received(), vec![b"second".to_vec()]);
     assert_eq!(sack_of(&f.out()[0]).cum_tsn_ack, t.add(1));
+}
+
+// RFC 3758 §3.6: a complete message held for order whose SSN is at or
+// below the skipped one arrived whole and is delivered (before the messages
+// behind it), not dropped; a partial message of the skipped SSN is dropped.
+#[test]
+fn forward_tsn_delivers_complete_held_messages_in_order() {
+    let mut f = established_server(Config::default());
+    let t = f.tsn;
+    // t: ssn 0 lost. t+1: ssn 1 complete. t+2: first fragment of ssn 2.
+    // t+3: lost. t+4: ssn 3 complete.
+    let mut frag = data(t.add(2), 0, 2, b"part");
+    if let Chunk::Data(d) = &mut frag {
+        d.ending = false;
+    }
+    f.feed(vec![
+        data(t.add(1), 0, 1, b"one"),
+        frag,
+        data(t.add(4), 0, 3, b"three"),
+    ]);
+    assert!(f.received().is_empty());
+    // The sender abandoned ssn 0 (TSN t) and ssn 2 (TSNs t+2, t+3).
+    f.feed(vec![Chunk::ForwardTsn(ForwardTsnChunk {
+        new_cum_tsn: t.add(3),
+        streams: vec![ForwardTsnStream {
+            stream: 0,
+            ssn: Ssn(2),
+        }],
+    })]);
+    assert_eq!(f.received(), vec![b"one".to_vec(), b"three".to_vec()]);
+    assert_eq!(f.cum(), t.add(4));
+    assert_eq!(f.a.held_receive_bytes(), 0);
+    f.a.check_invariants().unwrap();
 }
 
 // §5.2.2: INIT in ESTABLISHED: INIT ACK with a new tag and the current tags
@@ -719,6 +753,7 @@ fn sender_tsn_wrap_around() {
     let (mut a, now) = established_client(Config::default().with_trace());
     let mut tx = crate::association::sender::Sender::new(Tsn(u32::MAX - 1), 100_000);
     tx.ssn = vec![Ssn(0); usize::from(a.out_streams)];
+    tx.frag = a.config.max_fragment();
     a.tx = tx;
     let mut tsns = Vec::new();
     for _ in 0..4 {
@@ -758,4 +793,33 @@ fn sender_tsn_wrap_around() {
         }
     }
     assert_eq!(acked, vec![0, 1, 3]);
+}
+
+// A partially reliable message needs the peer's FORWARD TSN support
+// (RFC 3758 §3.3); without it `send_with` refuses, reliable sends go on.
+#[test]
+fn partial_reliability_needs_forward_tsn_support() {
+    use crate::association::SendParams;
+    let (mut a, now) = established_client(Config::default());
+    assert!(a.peer_supports_forward_tsn());
+    a.peer_forward_tsn = false;
+    for p in [
+        SendParams {
+            lifetime: Some(Duration::from_millis(10)),
+            ..SendParams::default()
+        },
+        SendParams {
+            max_retransmissions: Some(3),
+            ..SendParams::default()
+        },
+    ] {
+        assert_eq!(
+            a.send_with(now, &p, b"x"),
+            Err(thinstream_base::drive::SendError::Unsupported(
+                "partial reliability: the peer does not support FORWARD TSN"
+            ))
+        );
+    }
+    assert!(a.send_with(now, &SendParams::default(), b"x").is_ok());
+    assert_eq!(a.stats().messages_submitted, 1);
 }
