@@ -361,6 +361,11 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let mut closed_error: Option<AssociationError> = None;
     let partial = args.lifetime_ms.is_some() || args.max_rtx.is_some();
     let mut last_send = start;
+    // The message being handed to the association (its send may wait).
+    type Queued<'a> =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), SendError>> + 'a>>;
+    let mut queued: Option<Queued<'_>> = None;
+    let mut queued_body: Vec<u8> = Vec::new();
 
     loop {
         let sending =
@@ -392,7 +397,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 Err(e) => { closed_error = Some(e); break; }
             },
             e = a.closed(), if !args.expect_echo => { closed_error = Some(e); break; }
-            _ = tokio::time::sleep_until(due.into()), if sending => {
+            _ = tokio::time::sleep_until(due.into()), if sending && queued.is_none() => {
                 let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
                 let body = payload(next, size);
                 let stream = (next % u64::from(args.streams)) as u16;
@@ -402,14 +407,21 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                     max_retransmissions: args.max_rtx,
                     ..SendOptions::default()
                 };
-                // Waits while the send buffer is full.
-                match a.send(stream, &body, options).await {
+                queued = Some(Box::pin(a.send(stream, body.clone(), options)));
+                queued_body = body;
+            }
+            // Waits while the send buffer is full, reading echoes meanwhile:
+            // an echo server with bounded buffers stops reading while its
+            // echoes cannot leave, so a sender that stops reading deadlocks.
+            r = async { queued.as_mut().expect("guarded").await }, if queued.is_some() => {
+                queued = None;
+                match r {
                     Ok(()) => {
                         let now = std::time::Instant::now();
                         report.sent += 1;
-                        report.bytes_sent += size as u64;
+                        report.bytes_sent += queued_body.len() as u64;
                         if args.expect_echo {
-                            waiting.entry(body).or_default().push_back((next, now));
+                            waiting.entry(std::mem::take(&mut queued_body)).or_default().push_back((next, now));
                         }
                         next += 1;
                         last_send = now;
@@ -418,7 +430,8 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                     Err(e) => anyhow::bail!("cannot send message {next}: {e}"),
                 }
             }
-            _ = tokio::time::sleep_until(give_up.into()), if !sending => break,
+            // Also bounds a send that waits for buffer space.
+            _ = tokio::time::sleep_until(give_up.into()), if !sending || queued.is_some() => break,
             // With partial reliability, abandoned messages are never echoed:
             // once everything is sent, look every 20 ms whether the sender
             // is idle and every message is echoed or abandoned.

@@ -193,6 +193,27 @@ impl State {
                 }
             }
         }
+        // A paused association's events wait in the core behind the
+        // messages its application has not taken, `Writable` included. A
+        // send waiting for buffer space must not depend on the application
+        // reading (an echo server blocked in `send` while its peer keeps
+        // sending would never wake): let it retry while there is room.
+        #[allow(
+            clippy::iter_over_hash_type,
+            reason = "the order of wake-ups decides nothing"
+        )]
+        for (id, slot) in slots.iter_mut() {
+            if slot.send_wakers.is_empty() || !slot.paused() {
+                continue;
+            }
+            if let Some(a) = ep.association(*id) {
+                if a.buffered_send_bytes() < a.config().send_buffer {
+                    for w in slot.send_wakers.drain(..) {
+                        w.wake();
+                    }
+                }
+            }
+        }
         if self.tracing {
             while let Some((id, r)) = self.ep.poll_trace() {
                 if let Some(slot) = id.and_then(|id| self.slots.get_mut(&id)) {

@@ -236,3 +236,55 @@ async fn stalled_reader_keeps_its_association() {
     task.await.unwrap().unwrap();
     assert_eq!(a.close().await, AssociationError::Closed);
 }
+
+/// A sender waiting for buffer space must not depend on its own
+/// application reading: messages the application has not taken yet hold
+/// back the association's other events in the core, `Writable` included.
+/// (Found against pion: `listen --echo` blocked in `send` while pion kept
+/// sending, closed its window and never woke.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_wakes_while_the_application_does_not_read() {
+    let mut server_assoc = AssociationConfig::default();
+    server_assoc.send_buffer(8 * 1024).recv_queue(1024);
+    let mut server_cfg = EndpointConfig::server();
+    server_cfg.association(server_assoc);
+    let (_s, _c, a, b) = pair(server_cfg, AssociationConfig::default()).await;
+    // Fill b's receive queue: b never reads until the end.
+    for i in 0..32u32 {
+        a.send(0, i.to_be_bytes().repeat(256), SendOptions::default())
+            .await
+            .unwrap();
+    }
+    let reader = a.clone();
+    let read = tokio::spawn(async move {
+        for i in 0..200u32 {
+            let m = reader.recv().await?;
+            assert_eq!(&m.data[..4], &i.to_be_bytes());
+        }
+        Ok::<_, AssociationError>(())
+    });
+    // 200 KB through an 8 KiB send buffer, b not reading.
+    let sends = async {
+        for i in 0..200u32 {
+            b.send(1, i.to_be_bytes().repeat(250), SendOptions::default())
+                .await
+                .unwrap();
+        }
+    };
+    timeout(Duration::from_secs(10), sends)
+        .await
+        .expect("b's send never woke: its Writable waits behind unread messages");
+    timeout(Duration::from_secs(10), read)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    for i in 0..32u32 {
+        let m = timeout(Duration::from_secs(5), b.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&m.data[..4], &i.to_be_bytes());
+    }
+    assert_eq!(a.close().await, AssociationError::Closed);
+}
