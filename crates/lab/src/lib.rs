@@ -59,6 +59,7 @@ pub mod tidy;
 pub mod transport;
 pub mod verdict;
 pub mod wall;
+pub mod worst;
 
 pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};

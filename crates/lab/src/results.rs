@@ -5,7 +5,7 @@
 //! `wall_s` is a function of the scenario and seed):
 //!
 //! ```json
-//! {"schema_version": 2, "scenario": "000-fig8-uniform", "description": "...", "source": "...",
+//! {"schema_version": 3, "scenario": "000-fig8-uniform", "description": "...", "source": "...",
 //!  "seed": 1, "simulated_s": 7260.0, "wall_s": 3.2, "repetitions": 1, "runs": 5,
 //!  "latency": "application", "owd": "min-observed", "sweep": null,
 //!  "variants": [
@@ -39,8 +39,13 @@ use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 
 /// Version of the `results.json` shape; bumped when fields are added or
 /// change meaning. 2: `schema_version` itself, `latency_cdf_ms` per variant
-/// and per `also` kind, `model.curve`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// and per `also` kind, `model.curve`. 3: the recovery fields of
+/// `metrics::Summary` (`spurious_by_reason`, `spurious_excluding_redundant`,
+/// `t3_expiries`, `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
+/// `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`, `thin_share`,
+/// `thin_transitions`) per variant and point, `worst_path` per variant and
+/// point.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The quantiles stored as `latency_cdf_ms` (fixed, so CDFs of different
 /// runs and variants line up).
@@ -164,6 +169,9 @@ pub struct VariantResult {
     /// throughput per interval and Jain's index (002 §5.2.5).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub throughput: Vec<crate::fairness::EntryThroughput>,
+    /// The slowest message over all runs and the path that produced it,
+    /// read from its trace ([`crate::worst`]).
+    pub worst_path: Option<crate::worst::WorstPath>,
     pub points: Vec<PointResult>,
 }
 
@@ -244,6 +252,8 @@ pub struct PointResult {
     /// The statistic `[metrics] mtt` selects (what tables and reductions use).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtt_ms_compared: Option<f64>,
+    /// The slowest message at this point and its path.
+    pub worst_path: Option<crate::worst::WorstPath>,
 }
 
 impl PointResult {
@@ -265,6 +275,16 @@ pub struct Reduction {
     /// Mean over the points where both medians exist.
     pub mean: Option<f64>,
     pub per_point: Vec<Option<f64>>,
+}
+
+/// The slowest message over `runs` (ties: the earliest run).
+fn slowest_of<'a>(runs: impl Iterator<Item = &'a RunOutcome>) -> Option<crate::worst::WorstPath> {
+    runs.filter_map(|o| o.worst.as_ref())
+        .fold(None::<&crate::worst::WorstPath>, |best, w| match best {
+            Some(b) if b.path.latency_ms >= w.path.latency_ms => Some(b),
+            _ => Some(w),
+        })
+        .cloned()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -323,6 +343,7 @@ impl Results {
                         mtt_mean_ms: None,
                         mtt_ci95_ms: None,
                         mtt_ms_compared: None,
+                        worst_path: slowest_of(here.iter().copied()),
                     };
                     if drop_sweep {
                         let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
@@ -380,6 +401,7 @@ impl Results {
                 bottleneck: crate::fairness::pool_bottleneck(
                     mine.iter().filter_map(|o| o.bottleneck.as_ref()),
                 ),
+                worst_path: slowest_of(mine.iter().copied()),
                 throughput: match &s.metrics.throughput {
                     Some(t) if available => {
                         let runs: Vec<&[crate::fairness::FlowSeries]> =
