@@ -71,6 +71,8 @@ pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConf
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_recovery;
+#[cfg(test)]
 mod tests_report;
 #[cfg(test)]
 mod tests_traffic;

@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thinstream_base::Duration;
 use thinstream_metrics::{mean_ci95, median, mtt_reduction, LatencyMs, RetransmissionRow, Summary};
 
@@ -55,7 +55,7 @@ pub const CDF_QUANTILES: [f64; 27] = [
 ];
 
 /// One point of an empirical CDF: the fraction `q` of samples at or below `ms`.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct CdfPoint {
     pub q: f64,
     pub ms: f64,
@@ -94,7 +94,7 @@ pub fn cdf_of_sorted(sorted_nanos: &[u64]) -> Vec<CdfPoint> {
 }
 
 /// The whole `results.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Results {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -108,7 +108,7 @@ pub struct Results {
     pub wall_s: f64,
     pub repetitions: u32,
     pub runs: usize,
-    pub latency: &'static str,
+    pub latency: String,
     /// One-way-delay removal for delivery latencies (`[metrics] owd`):
     /// `none`, `min-observed`, `drift-corrected` or the given duration.
     pub owd: String,
@@ -120,19 +120,19 @@ pub struct Results {
     pub reference: Option<serde_json::Value>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepInfo {
-    pub parameter: &'static str,
+    pub parameter: String,
     pub values: Vec<String>,
 }
 
 /// One variant, pooled over every run of it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VariantResult {
     pub name: String,
-    pub transport: &'static str,
+    pub transport: String,
     pub preset: String,
-    #[serde(skip_serializing_if = "Overrides::is_empty")]
+    #[serde(default, skip_serializing_if = "Overrides::is_empty")]
     pub overrides: Overrides,
     pub available: bool,
     /// Why the variant did not run.
@@ -167,7 +167,7 @@ pub struct VariantResult {
     pub model: Option<crate::echo::ModelResult>,
     /// `[metrics] throughput`: per `[[flows]]` entry (HTTP cross traffic excepted),
     /// throughput per interval and Jain's index (002 §5.2.5).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throughput: Vec<crate::fairness::EntryThroughput>,
     /// The slowest message over all runs and the path that produced it,
     /// read from its trace ([`crate::worst`]).
@@ -175,11 +175,11 @@ pub struct VariantResult {
     pub points: Vec<PointResult>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CauseRow {
     pub retransmission: u32,
     pub or_more: bool,
-    pub reason: &'static str,
+    pub reason: String,
     pub count: u64,
     pub spurious: Option<u64>,
     /// `count` over all pieces with this retransmission number.
@@ -216,7 +216,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
         .map(|((nth, reason), (count, spurious))| CauseRow {
             retransmission: nth,
             or_more: nth == 3,
-            reason: reason.name(),
+            reason: reason.name().to_string(),
             count,
             spurious,
             // Zero when no piece needed this many retransmissions.
@@ -225,7 +225,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
         .collect()
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OtherLatency {
     pub latency_ms: Option<LatencyMs>,
     pub by_retransmissions: Vec<RetransmissionRow>,
@@ -233,7 +233,7 @@ pub struct OtherLatency {
 }
 
 /// One sweep point of one variant.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PointResult {
     pub value: String,
     pub summary: Summary,
@@ -269,7 +269,7 @@ impl PointResult {
 }
 
 /// MTT reduction of one variant against the baseline.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Reduction {
     pub baseline: String,
     /// Mean over the points where both medians exist.
@@ -364,7 +364,7 @@ impl Results {
                 .collect();
             variants.push(VariantResult {
                 name: v.spec.name.clone(),
-                transport: v.transport.name(),
+                transport: v.transport.name().to_string(),
                 preset: v.spec.preset.clone(),
                 overrides: v.spec.overrides.clone(),
                 available,
@@ -461,7 +461,7 @@ impl Results {
             wall_s,
             repetitions: plan.repetitions,
             runs: outcomes.len(),
-            latency: kind.name(),
+            latency: kind.name().to_string(),
             owd: match s.metrics.owd.0 {
                 thinstream_metrics::OwdCorrection::None => "none".into(),
                 thinstream_metrics::OwdCorrection::MinObserved => "min-observed".into(),
@@ -471,7 +471,7 @@ impl Results {
                 thinstream_metrics::OwdCorrection::Given(d) => d.to_string(),
             },
             sweep: s.sweep.as_ref().map(|sw| SweepInfo {
-                parameter: sw.parameter.name(),
+                parameter: sw.parameter.name().to_string(),
                 values: plan.points.iter().map(|p| p.label()).collect(),
             }),
             variants,
@@ -482,6 +482,23 @@ impl Results {
                 .as_ref()
                 .and_then(|r| serde_json::to_value(r).ok()),
         }
+    }
+
+    /// Reads a stored `results.json` back (for rebuilding a report without
+    /// re-running). Fails on another schema version.
+    pub fn from_json(text: &str) -> Result<Results, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match v.get("schema_version").and_then(serde_json::Value::as_u64) {
+            Some(n) if n == u64::from(SCHEMA_VERSION) => {}
+            other => {
+                return Err(format!(
+                    "schema_version {} but this build reads {SCHEMA_VERSION} (re-run the scenario)",
+                    other.map_or("missing".to_string(), |n| n.to_string())
+                ))
+            }
+        }
+        serde_json::from_value(v).map_err(|e| format!("not a results.json: {e}"))
     }
 
     /// Pretty JSON with a final newline.

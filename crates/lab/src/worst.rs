@@ -17,19 +17,19 @@
 //! tracks the thin-stream verdict had classified the stream *not* thin is
 //! marked `[not thin]`: its thin-stream mechanisms were off for it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thinstream_base::trace::{Record, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 use thinstream_metrics::{FlowAnalysis, LatencyKind, MessageOutcome};
 
 /// One transmission of the message's data.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Copy {
     /// Milliseconds after the application sent the message.
     pub at_ms: f64,
-    pub reason: &'static str,
+    pub reason: String,
     /// `arrived`, `lost`, or `already there` (sent after every unit had arrived).
-    pub fate: &'static str,
+    pub fate: String,
     /// Milliseconds since the previous copy (or since the send for the
     /// first): for a timeout retransmission, how long the timer ran since
     /// the previous copy (the RTO in force may have changed meanwhile: a
@@ -42,7 +42,7 @@ pub struct Copy {
 }
 
 /// What happened to one message.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MessagePath {
     pub message: u64,
     /// Simulated seconds at which the application sent it.
@@ -61,11 +61,11 @@ pub struct MessagePath {
 
 /// The slowest message of a run (or of a variant / point, the slowest over
 /// its runs) and, if it waited for an earlier message, that message's path.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorstPath {
     /// Run index it comes from.
     pub run: usize,
-    pub latency: &'static str,
+    pub latency: String,
     #[serde(flatten)]
     pub path: MessagePath,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +136,7 @@ pub fn slowest(
     };
     Some(WorstPath {
         run,
-        latency: kind.name(),
+        latency: kind.name().to_string(),
         path,
         blocked_by,
     })
@@ -207,8 +207,8 @@ fn message_path(
         };
         out.push(Copy {
             at_ms: rel(*t),
-            reason: reason.name(),
-            fate,
+            reason: reason.name().to_string(),
+            fate: fate.to_string(),
             after_ms: ms(t.saturating_duration_since(prev)),
             thin: (!verdicts.is_empty()).then(|| {
                 verdicts
@@ -272,7 +272,7 @@ fn chain_text(
             s.push_str(" [not thin]");
         }
         s.push(' ');
-        s.push_str(c.fate);
+        s.push_str(&c.fate);
         parts.push(s);
     }
     if after_arrival > 0 {
