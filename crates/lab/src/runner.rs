@@ -321,11 +321,30 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     }
 
     let result = sim.run(plan.stop());
-    let fault = match &result.stop {
+    let mut fault = match &result.stop {
         StopReason::Fault(m) => Some(m.clone()),
         StopReason::EventLimit => Some("event limit reached".into()),
         StopReason::StopTime | StopReason::Idle => None,
     };
+    // A message the transport refused for good (not "wait and retry") is
+    // a fault of the run, never a silent gap in the results.
+    for e in &result.endpoints {
+        if let Some(first) = e.app.source().and_then(|s| s.rejected.first()) {
+            let n = e.app.source().map_or(0, |s| s.rejected.len());
+            let m = format!(
+                "flow{}.{}: {n} message(s) rejected by the transport, the first (stream {}, {} B): {}",
+                e.flow.0,
+                e.side.label(),
+                first.spec.stream,
+                first.spec.bytes,
+                first.error
+            );
+            fault = Some(match fault {
+                Some(f) => format!("{f}; {m}"),
+                None => m,
+            });
+        }
+    }
     let options = AnalysisOptions {
         owd: scenario.metrics.owd.0,
         summary_latency: scenario.metrics.latency,

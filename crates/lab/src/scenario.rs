@@ -347,6 +347,12 @@ pub struct Overrides {
     /// TCP: sender MSS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss: Option<u32>,
+    /// SCTP: streams each side offers (outbound streams and the maximum of
+    /// inbound streams it accepts; the association uses the smaller of the
+    /// two sides'). Presets offer 10; a workload over more streams needs
+    /// this (checked before anything runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u16>,
 }
 
 impl Overrides {
