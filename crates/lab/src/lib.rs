@@ -15,8 +15,12 @@
 //! [`report::lookup`]) beside ours, with verdicts computed from each row's
 //! `expect` ([`verdict`]), SVG plots ([`plots`]) and a long-format CSV
 //! ([`tidy`]) drawn from the stored `results.json`, and [`report::html`]
-//! for a self-contained page. [`Detail`] keeps one run's pcap and trace
-//! records for a closer look.
+//! for a self-contained page, in parts ([`report::Part`]: the documents'
+//! experiments, then the robustness set) with a recovery table per variant
+//! and sweep point and the slowest message of each variant with the path
+//! its trace shows ([`worst`]). [`Results::from_json`] reads a stored
+//! `results.json` back, so the report can be rebuilt without re-running.
+//! [`Detail`] keeps one run's pcap and trace records for a closer look.
 //!
 //! SCTP variants are `thinstream_proto::Config::from_preset` strings, TCP
 //! variants `thinstream_tcp::TcpConfig::from_profile` strings, with
