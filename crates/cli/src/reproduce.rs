@@ -1,14 +1,20 @@
-//! `thinstream reproduce`: run every scenario under `scenarios/seeds/` and
-//! write each `results.json` plus a `report.md` that puts our numbers
-//! beside the documents' (`[reference]` of each scenario).
+//! `thinstream reproduce`: run every scenario under `scenarios/seeds/` (the
+//! documents' experiments) and `scenarios/robustness/` (the thin-stream
+//! presets against unmodified receivers), write each `results.json`, plots
+//! and CSV, a `manifest.json` naming the report's parts and scenarios, and
+//! `report.md` / `report.html` that put our numbers beside the documents'
+//! (`[reference]` of each scenario). `--from DIR` rebuilds plots, CSV and
+//! the report from the stored results of an earlier run without running
+//! anything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context};
 use clap::Args as ClapArgs;
+use serde::{Deserialize, Serialize};
 use thinstream_base::Duration;
-use thinstream_lab::{report, wall};
+use thinstream_lab::{report, wall, Results};
 
 use crate::run;
 
@@ -20,9 +26,20 @@ pub(crate) struct Args {
     /// Shorter runs: at most 10 simulated minutes of messages, one repetition.
     #[arg(long)]
     pub(crate) quick: bool,
-    /// Folder of scenario files.
+    /// Folder of scenario files (the documents' experiments).
     #[arg(long, default_value = "scenarios/seeds")]
     pub(crate) scenarios: PathBuf,
+    /// Folder of the robustness scenarios (their own part of the report).
+    #[arg(long, default_value = "scenarios/robustness")]
+    pub(crate) robustness: PathBuf,
+    /// Leave the robustness part out.
+    #[arg(long)]
+    pub(crate) no_robustness: bool,
+    /// Rebuild plots, CSV and the report from the stored results under this
+    /// folder (an earlier `reproduce --out`), without running anything; the
+    /// report is written there.
+    #[arg(long, conflicts_with_all = ["quick", "no_robustness"])]
+    pub(crate) from: Option<PathBuf>,
     /// Worker threads (default: available cores).
     #[arg(long)]
     pub(crate) jobs: Option<usize>,
@@ -35,12 +52,59 @@ pub(crate) struct Args {
 const QUICK_DURATION: Duration = Duration::from_secs(600);
 const QUICK_DRAIN: Duration = Duration::from_secs(30);
 
-pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.scenarios)
+/// What `reproduce` ran, in report order (`manifest.json`).
+#[derive(Debug, Serialize, Deserialize)]
+struct Manifest {
+    quick: bool,
+    parts: Vec<PartEntry>,
+    /// Scenarios that could not run in this build, with the reason.
+    skipped: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct PartEntry {
+    title: String,
+    intro: String,
+    /// `results.json` of each scenario, relative to the output folder.
+    results: Vec<String>,
+}
+
+const MANIFEST: &str = "manifest.json";
+
+const SEEDS_TITLE: &str = "Reproduction of the documents";
+const ROBUSTNESS_TITLE: &str = "Robustness against unmodified receivers";
+
+fn robustness_intro(quick: bool) -> String {
+    format!(
+        "The thin-stream presets that reproduce the documents (`linux`, `lksctp-mod`, `thin`, \
+         `thin+rdb`) and the `production` preset, each against the acknowledgement policy of six \
+         real receivers (`linux-2.6`: the documents' kernels, 200 ms / every 2nd packet, ignores \
+         RFC 7053's I bit; `linux`, `usrsctp`, `dcsctp`, `pion` of today; `every-packet`), at 0, 1 \
+         and 5% loss each way, RTT 100 ms, 100-byte messages every 50, 100 and 250 ms, plus a \
+         1..4000-byte size sweep. The workload starts once the association is established (as \
+         the documents measured) and the application's timer fires up to 4 ms late, uniformly \
+         (`app_timer_jitter`, a 2.6-kernel jiffy; 002 §5.4.2 notes the user-space timer \
+         granularity of its senders): a perfectly periodic sender at IAT = RTT phase-locks with \
+         the receiver's delayed-SACK timer and the RTO. {} The documents' presets keep their \
+         kernels' behaviour, quirks included; `production` is the recommended preset. The \
+         recovery table of each cell gives spurious retransmissions by cause (RDB copies left \
+         out), T3 expiries, `tohd` split into retransmissions and redundant copies, RTT samples \
+         and the share of time classified thin; the slowest-message table gives every variant's \
+         maximum at 5% loss and the path its trace shows.",
+        if quick {
+            "Cells are 1 h of messages in a full run; this `--quick` report shortens them to 10 minutes, so maxima and rare events are rougher."
+        } else {
+            "Each cell is 1 h of messages."
+        }
+    )
+}
+
+fn scenario_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| {
             format!(
-                "cannot list {} (run from the repository root or pass --scenarios)",
-                args.scenarios.display()
+                "cannot list {} (run from the repository root or pass --scenarios / --robustness, or --no-robustness)",
+                dir.display()
             )
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -48,106 +112,202 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(anyhow!("no scenario files in {}", args.scenarios.display()));
+        return Err(anyhow!("no scenario files in {}", dir.display()));
     }
-    let started = wall::now();
-    let mut sections = Vec::new();
-    let mut skipped = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        eprintln!(
-            "[{}/{}] {} ({:.0} s so far)",
-            i + 1,
-            files.len(),
-            file.display(),
-            wall::seconds_since(started)
-        );
-        let scenario = thinstream_lab::Scenario::load(file)?;
-        let name = scenario.name.clone();
-        let (duration, drain, repetitions) = if args.quick {
-            (
-                Some(scenario.duration.min(QUICK_DURATION)),
-                Some(scenario.drain.min(QUICK_DRAIN)),
-                Some(1),
-            )
-        } else {
-            (None, None, None)
-        };
-        let run_args = run::Args {
-            scenario: file.clone(),
-            seed: None,
-            out: Some(args.out.join(&name)),
-            pcap: None,
-            records: None,
-            pcap_run: 0,
-            duration,
-            drain,
-            variants: None,
-            points: None,
-            repetitions,
-            jobs: args.jobs,
-            quiet: args.quiet,
-        };
-        match run::execute(&run_args, &mut |s| crate::util::out(s)) {
-            Ok((_plan, results, json_file)) => {
-                let rel = |p: &std::path::Path| {
-                    p.strip_prefix(&args.out)
-                        .map_or_else(|_| p.display().to_string(), |p| p.display().to_string())
-                };
-                // Plots, CSV and verdicts come from the stored results.
-                let text = std::fs::read_to_string(&json_file)
-                    .with_context(|| format!("cannot read {}", json_file.display()))?;
-                let json: serde_json::Value = serde_json::from_str(&text)
-                    .with_context(|| format!("{} is not JSON", json_file.display()))?;
-                let dir = json_file
-                    .parent()
-                    .map_or_else(|| args.out.clone(), |d| d.to_path_buf());
-                let (plots, csv) = report::write_artifacts(&dir, &json)
-                    .with_context(|| format!("cannot write plots or CSV in {}", dir.display()))?;
-                sections.push(report::Section {
-                    results,
-                    json,
-                    json_path: rel(&json_file),
-                    csv_path: Some(rel(&dir.join(&csv))),
-                    plots: plots
-                        .into_iter()
-                        .map(|p| (rel(&dir.join(&p.file)), p))
-                        .collect(),
-                });
-            }
-            // A scenario none of whose variants this build can run is
-            // reported, not fatal: the others still run.
-            Err(e) if e.to_string().contains("can run in this build") => {
-                eprintln!("thinstream: skipping {name}: {e}");
-                skipped.push(format!("{name}: {e}"));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    let mut report = report::markdown(&sections, args.quick);
+    Ok(files)
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .map_or_else(|_| p.display().to_string(), |p| p.display().to_string())
+}
+
+/// Reads a stored `results.json`, writes its plots and CSV beside it, and
+/// returns the report section (everything drawn from the stored file).
+fn section_from_stored(root: &Path, json_file: &Path) -> anyhow::Result<report::Section> {
+    let text = std::fs::read_to_string(json_file)
+        .with_context(|| format!("cannot read {}", json_file.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON", json_file.display()))?;
+    let results = Results::from_json(&text).map_err(|e| anyhow!("{}: {e}", json_file.display()))?;
+    let dir = json_file
+        .parent()
+        .map_or_else(|| root.to_path_buf(), Path::to_path_buf);
+    let (plots, csv) = report::write_artifacts(&dir, &json)
+        .with_context(|| format!("cannot write plots or CSV in {}", dir.display()))?;
+    Ok(report::Section {
+        results,
+        json,
+        json_path: rel(root, json_file),
+        csv_path: Some(rel(root, &dir.join(&csv))),
+        plots: plots
+            .into_iter()
+            .map(|p| (rel(root, &dir.join(&p.file)), p))
+            .collect(),
+    })
+}
+
+/// Writes report.md and report.html under `root`; returns their paths.
+fn write_report(
+    root: &Path,
+    parts: &[report::Part],
+    quick: bool,
+    skipped: &[String],
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let mut text = report::markdown_parts(parts, quick);
     if !skipped.is_empty() {
-        report.push_str("## Scenarios that could not run\n\n");
-        for s in &skipped {
-            report.push_str(&format!("- {s}\n"));
+        text.push_str("## Scenarios that could not run\n\n");
+        for s in skipped {
+            text.push_str(&format!("- {s}\n"));
         }
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let path = args.out.join("report.md");
-    std::fs::write(&path, &report).with_context(|| format!("cannot write {}", path.display()))?;
-    let svgs = sections
+    std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
+    let path = root.join("report.md");
+    std::fs::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+    let svgs = parts
         .iter()
+        .flat_map(|p| &p.sections)
         .flat_map(|s| {
             s.plots
                 .iter()
                 .map(|(p, plot)| (p.clone(), plot.svg.clone()))
         })
         .collect();
-    let html_path = args.out.join("report.html");
-    std::fs::write(&html_path, report::html(&report, &svgs))
+    let html_path = root.join("report.html");
+    std::fs::write(&html_path, report::html(&text, &svgs))
         .with_context(|| format!("cannot write {}", html_path.display()))?;
+    Ok((path, html_path))
+}
+
+/// `--from`: the report again from stored results.
+fn rebuild(root: &Path) -> anyhow::Result<ExitCode> {
+    let file = root.join(MANIFEST);
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "cannot read {} (--from needs the folder of an earlier `thinstream reproduce`)",
+            file.display()
+        )
+    })?;
+    let manifest: Manifest = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a reproduce manifest", file.display()))?;
+    let mut parts = Vec::new();
+    for p in &manifest.parts {
+        let sections = p
+            .results
+            .iter()
+            .map(|r| section_from_stored(root, &root.join(r)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        parts.push(report::Part {
+            title: p.title.clone(),
+            intro: p.intro.clone(),
+            sections,
+        });
+    }
+    let (md, html) = write_report(root, &parts, manifest.quick, &manifest.skipped)?;
+    crate::util::out(&format!(
+        "rebuilt the report of {} scenario(s) from stored results: {} and {}\n",
+        parts.iter().map(|p| p.sections.len()).sum::<usize>(),
+        md.display(),
+        html.display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(from) = &args.from {
+        return rebuild(from);
+    }
+    let mut groups = vec![(SEEDS_TITLE, String::new(), scenario_files(&args.scenarios)?)];
+    if !args.no_robustness {
+        groups.push((
+            ROBUSTNESS_TITLE,
+            robustness_intro(args.quick),
+            scenario_files(&args.robustness)?,
+        ));
+    }
+    let total: usize = groups.iter().map(|g| g.2.len()).sum();
+    let started = wall::now();
+    let mut parts = Vec::new();
+    let mut manifest = Manifest {
+        quick: args.quick,
+        parts: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let mut done = 0;
+    for (title, intro, files) in groups {
+        let mut sections = Vec::new();
+        let mut stored = Vec::new();
+        for file in &files {
+            done += 1;
+            eprintln!(
+                "[{done}/{total}] {} ({:.0} s so far)",
+                file.display(),
+                wall::seconds_since(started)
+            );
+            let scenario = thinstream_lab::Scenario::load(file)?;
+            let name = scenario.name.clone();
+            let (duration, drain, repetitions) = if args.quick {
+                (
+                    Some(scenario.duration.min(QUICK_DURATION)),
+                    Some(scenario.drain.min(QUICK_DRAIN)),
+                    Some(1),
+                )
+            } else {
+                (None, None, None)
+            };
+            let run_args = run::Args {
+                scenario: file.clone(),
+                seed: None,
+                out: Some(args.out.join(&name)),
+                pcap: None,
+                records: None,
+                pcap_run: 0,
+                duration,
+                drain,
+                variants: None,
+                points: None,
+                repetitions,
+                jobs: args.jobs,
+                quiet: args.quiet,
+            };
+            match run::execute(&run_args, &mut |s| crate::util::out(s)) {
+                // Plots, CSV and verdicts come from the stored results.
+                Ok((_plan, _results, json_file)) => {
+                    sections.push(section_from_stored(&args.out, &json_file)?);
+                    stored.push(rel(&args.out, &json_file));
+                }
+                // A scenario none of whose variants this build can run is
+                // reported, not fatal: the others still run.
+                Err(e) if e.to_string().contains("can run in this build") => {
+                    eprintln!("thinstream: skipping {name}: {e}");
+                    manifest.skipped.push(format!("{name}: {e}"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        manifest.parts.push(PartEntry {
+            title: title.to_string(),
+            intro: intro.clone(),
+            results: stored,
+        });
+        parts.push(report::Part {
+            title: title.to_string(),
+            intro,
+            sections,
+        });
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let manifest_path = args.out.join(MANIFEST);
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).context("manifest")? + "\n",
+    )
+    .with_context(|| format!("cannot write {}", manifest_path.display()))?;
+    let (path, html_path) = write_report(&args.out, &parts, args.quick, &manifest.skipped)?;
     crate::util::out(&format!(
         "\nreproduced {} scenario(s) in {:.1} s; report: {} and {}\n",
-        sections.len(),
+        parts.iter().map(|p| p.sections.len()).sum::<usize>(),
         wall::seconds_since(started),
         path.display(),
         html_path.display()

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thinstream_base::drive::{AppEvent, SendError};
 use thinstream_base::{Duration, Probability};
 use thinstream_link::LossModel;
@@ -111,7 +111,7 @@ impl App for FramedEcho {
 }
 
 /// Response times of a variant, pooled over its runs and echo flows.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ResponseResult {
     pub requests: usize,
     /// Requests whose echo arrived.
@@ -136,7 +136,7 @@ pub fn pool_responses<'a>(samples: impl Iterator<Item = &'a ResponseSample>) -> 
 }
 
 /// The head-of-line model's prediction for one variant (001 §III, eq. 1-5).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ModelResult {
     pub scheme: String,
     pub rtt_ms: f64,
@@ -155,7 +155,7 @@ pub struct ModelResult {
 }
 
 /// One point of the model's response time as a function of the loss rate.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct ModelPoint {
     pub loss: f64,
     pub response_time_ms: f64,

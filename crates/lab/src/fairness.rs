@@ -2,7 +2,7 @@
 //! and bottleneck statistics (drop rate, utilisation; spec §10.5), per run
 //! and pooled per variant for `results.json`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thinstream_base::{Duration, Instant};
 use thinstream_metrics::{
     jain_index, jain_per_interval, FlowAnalysis, MetricsError, ThroughputSource,
@@ -103,7 +103,7 @@ pub fn bottleneck_stats(result: &RunResult, stop: Instant) -> Option<BottleneckR
 }
 
 /// One bottleneck direction pooled over a variant's runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LinkUseResult {
     pub offered_packets: u64,
     pub dropped_packets: u64,
@@ -116,7 +116,7 @@ pub struct LinkUseResult {
     pub utilisation: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BottleneckResult {
     pub forward: LinkUseResult,
     pub reverse: LinkUseResult,
@@ -158,7 +158,7 @@ pub fn pool_bottleneck<'a>(
 }
 
 /// Throughput of one `[[flows]]` entry's measured flows, pooled over runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EntryThroughput {
     pub entry: usize,
     pub workload: String,

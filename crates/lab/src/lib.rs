@@ -15,8 +15,12 @@
 //! [`report::lookup`]) beside ours, with verdicts computed from each row's
 //! `expect` ([`verdict`]), SVG plots ([`plots`]) and a long-format CSV
 //! ([`tidy`]) drawn from the stored `results.json`, and [`report::html`]
-//! for a self-contained page. [`Detail`] keeps one run's pcap and trace
-//! records for a closer look.
+//! for a self-contained page, in parts ([`report::Part`]: the documents'
+//! experiments, then the robustness set) with a recovery table per variant
+//! and sweep point and the slowest message of each variant with the path
+//! its trace shows ([`worst`]). [`Results::from_json`] reads a stored
+//! `results.json` back, so the report can be rebuilt without re-running.
+//! [`Detail`] keeps one run's pcap and trace records for a closer look.
 //!
 //! SCTP variants are `thinstream_proto::Config::from_preset` strings, TCP
 //! variants `thinstream_tcp::TcpConfig::from_profile` strings, with
@@ -59,6 +63,7 @@ pub mod tidy;
 pub mod transport;
 pub mod verdict;
 pub mod wall;
+pub mod worst;
 
 pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
@@ -69,6 +74,8 @@ pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConf
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_recovery;
 #[cfg(test)]
 mod tests_report;
 #[cfg(test)]

@@ -194,6 +194,36 @@ impl Plan {
             });
         }
 
+        // SCTP: a workload over more streams than the association offers
+        // would have messages rejected; say so before anything runs.
+        for (i, f) in scenario.flows.iter().enumerate() {
+            let needed = f.workload.stream_count();
+            let configs: Vec<(String, &TransportConfig)> = match &fixed[i] {
+                Some(c) => vec![(format!("flows[{i}].preset"), c)],
+                None => variants
+                    .iter()
+                    .filter_map(|v| {
+                        Some((
+                            format!("variant {:?}", v.spec.name),
+                            v.config.as_ref().ok()?,
+                        ))
+                    })
+                    .collect(),
+            };
+            for (who, c) in configs {
+                if let Some(offered) = c.sctp_streams() {
+                    if needed > offered {
+                        return Err(LabError::Invalid {
+                            path: scenario.path.clone(),
+                            message: format!(
+                                "flows[{i}]: the workload uses {needed} SCTP streams but {who} offers {offered}; set `overrides = {{ streams = {needed} }}` on the variant"
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+
         // A TCP variant splits a multi-stream workload into one connection
         // per stream (`echo::splits`); the dumbbell's access list is per
         // listed flow, so that needs the two-host topology. A TCP echo peer

@@ -11,6 +11,7 @@
 //! `<text>` elements (the viewer's sans-serif font) and estimates text
 //! sizes itself, so no system fonts are needed to draw.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
@@ -109,6 +110,69 @@ fn tick(x: &f64) -> String {
     } else {
         format!("{x:.2}")
     }
+}
+
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The chart every plot uses: caption, margins, both axes described, tick
+/// labels, at most two light grid lines per step.
+fn chart<'a, 'b>(
+    root: &'a Area<'b>,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    (x_desc, y_desc): (&str, &str),
+) -> Result<Chart<'a, 'b>, String> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, (FONT, 17))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x, y)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .max_light_lines(2)
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+/// The legend box, at `position`, labels in `font_size`.
+fn legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    position: SeriesLabelPosition,
+    font_size: u32,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, font_size))
+        .draw()
+        .map_err(err)
+}
+
+/// A line of `width` in colour `c`, labelled `label` in the legend.
+fn line<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    c: RGBColor,
+    width: u32,
+    label: String,
+) -> Result<(), String> {
+    chart
+        .draw_series(LineSeries::new(points, c.stroke_width(width)))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width)));
+    Ok(())
 }
 
 /// Every plot the stored results allow.
@@ -313,14 +377,7 @@ fn rtx_plot(file: &str, caption: &str, y_desc: &str, rows: &[(String, &Value)]) 
                     }))
                     .map_err(err)?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 13))
-                .draw()
-                .map_err(err)
+            legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)
         },
     )
 }
@@ -383,45 +440,20 @@ fn cdf_plot(
         "x axis cut at the largest 99.9th percentile"
     };
     draw(file, format!("{caption} ({note})"), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(caption, (FONT, 17))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(xmin..xmax, ymin..1.0f64)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc("fraction of messages")
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .max_light_lines(2)
-            .label_style((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        let mut chart = chart(
+            root,
+            caption,
+            xmin..xmax,
+            ymin..1.0,
+            (x_desc, "fraction of messages"),
+        )?;
         for (i, (n, p)) in series.iter().enumerate() {
-            let c = color(i);
-            let pts: Vec<(f64, f64)> = clip_cdf(p, xmax, ymin)
+            let pts = clip_cdf(p, xmax, ymin)
                 .into_iter()
-                .map(|(x, y)| (x.max(xmin), y))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(err)?
-                .label(n.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+                .map(|(x, y)| (x.max(xmin), y));
+            line(&mut chart, pts, color(i), 2, n.clone())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        legend(&mut chart, SeriesLabelPosition::LowerRight, 13)
     })
 }
 
@@ -433,7 +465,8 @@ fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     let scenario = results["scenario"].as_str().unwrap_or("");
     let mean = results["mtt_statistic"].as_str() == Some("mean");
     // (name, [(position, mtt, ci)])
-    let series: Vec<(String, Vec<(f64, f64, Option<f64>)>)> = vars
+    type MttSeries = (String, Vec<(f64, f64, Option<f64>)>);
+    let series: Vec<MttSeries> = vars
         .iter()
         .map(|v| {
             let pts = v["points"]
@@ -469,35 +502,19 @@ fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     };
     let caption = format!("{scenario}: MTT of the message hit by the drop ({stat})");
     draw("mtt.svg", caption.clone(), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, (FONT, 17))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d((xmin - 1.0)..(xmax + 1.0), 0f64..ymax)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("position of the dropped data packet")
-            .y_desc("message transfer time, ms")
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .max_light_lines(2)
-            .label_style((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        let mut chart = chart(
+            root,
+            &caption,
+            (xmin - 1.0)..(xmax + 1.0),
+            0.0..ymax,
+            (
+                "position of the dropped data packet",
+                "message transfer time, ms",
+            ),
+        )?;
         for (i, (n, p)) in series.iter().enumerate() {
             let c = color(i);
-            chart
-                .draw_series(LineSeries::new(
-                    p.iter().map(|x| (x.0, x.1)),
-                    c.stroke_width(2),
-                ))
-                .map_err(err)?
-                .label(n.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+            line(&mut chart, p.iter().map(|x| (x.0, x.1)), c, 2, n.clone())?;
             chart
                 .draw_series(p.iter().map(|x| Circle::new((x.0, x.1), 3, c.filled())))
                 .map_err(err)?;
@@ -511,21 +528,15 @@ fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
                 }))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)
     })
 }
 
 fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     let scenario = results["scenario"].as_str().unwrap_or("");
     // (name, curve, measured (loss, mean response))
-    let series: Vec<(String, Vec<(f64, f64)>, Option<(f64, f64)>)> = vars
+    type ModelSeries = (String, Vec<(f64, f64)>, Option<(f64, f64)>);
+    let series: Vec<ModelSeries> = vars
         .iter()
         .filter(|v| v["model"].is_object())
         .map(|v| {
@@ -563,44 +574,27 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     let caption =
         format!("{scenario}: mean response time vs loss (lines: model eq. 5; dots: ours)");
     draw("response-vs-loss.svg", caption.clone(), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, (FONT, 17))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("loss rate, %")
-            .y_desc("mean response time, ms")
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .max_light_lines(2)
-            .label_style((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        let mut chart = chart(
+            root,
+            &caption,
+            0.0..xmax,
+            0.0..ymax,
+            ("loss rate, %", "mean response time, ms"),
+        )?;
         for (i, (n, curve, measured)) in series.iter().enumerate() {
             let c = color(i);
-            chart
-                .draw_series(LineSeries::new(curve.iter().copied(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(format!("{n} (model)"))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+            line(
+                &mut chart,
+                curve.iter().copied(),
+                c,
+                2,
+                format!("{n} (model)"),
+            )?;
             chart
                 .draw_series(measured.iter().map(|m| Circle::new(*m, 5, c.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)
     })
 }
 
@@ -648,46 +642,26 @@ fn throughput_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     );
     let caption = format!("{scenario}: aggregate throughput per {interval:.0} s interval");
     draw("throughput.svg", caption.clone(), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, (FONT, 17))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0f64..xmax * 1.02, 0f64..ymax * 1.6)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("end of interval, s after the window opens (repetitions one after another)")
-            .y_desc("throughput, kbit/s")
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
-            .max_light_lines(2)
-            .label_style((FONT, 13))
-            .draw()
-            .map_err(err)?;
+        let mut chart = chart(
+            root,
+            &caption,
+            0.0..xmax * 1.02,
+            0.0..ymax * 1.6,
+            (
+                "end of interval, s after the window opens (repetitions one after another)",
+                "throughput, kbit/s",
+            ),
+        )?;
         for (label, vi, entry, pts) in &series {
             let c = color(*vi);
             let w = if *entry == 0 { 2 } else { 1 };
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(w)))
-                .map_err(err)?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(w))
-                });
+            line(&mut chart, pts.iter().copied(), c, w, label.clone())?;
             if *entry > 0 {
                 chart
                     .draw_series(pts.iter().map(|p| Circle::new(*p, 2, c.filled())))
                     .map_err(err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 11))
-            .draw()
-            .map_err(err)
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 11)
     })
 }

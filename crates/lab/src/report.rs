@@ -209,11 +209,13 @@ pub fn scenario_section(sec: &Section) -> String {
         let _ = writeln!(
             out,
             "Our numbers ({}; pooled over all runs of a variant):\n",
-            crate::plots::latency_label(r.latency, &r.owd)
+            crate::plots::latency_label(&r.latency, &r.owd)
         );
         out.push_str(&markdown_table(&rows));
         out.push('\n');
     }
+    out.push_str(&recovery_table(r));
+    out.push_str(&worst_table(r));
     // The documents plot ACK latency per retransmission number (002 Fig. 5.6).
     let ack: Vec<_> = r
         .variants
@@ -365,6 +367,126 @@ pub fn scenario_section(sec: &Section) -> String {
     out
 }
 
+fn pct_of(part: Option<u64>, whole: u64) -> String {
+    match part {
+        Some(p) if whole > 0 => format!("{:.3}", p as f64 * 100.0 / whole as f64),
+        _ => "-".into(),
+    }
+}
+
+/// `timeout-rtx 3, fast-rtx 1` for the non-zero spurious causes other than
+/// redundant copies, or `-`.
+fn spurious_causes(s: &Summary) -> String {
+    let parts: Vec<String> = s
+        .spurious_by_reason
+        .iter()
+        .flatten()
+        .filter(|(r, c)| **c > 0 && r.as_str() != "redundant-bundle")
+        .map(|(r, c)| format!("{r} {c}"))
+        .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// One row of the recovery table.
+fn recovery_row(name: &str, point: &str, s: &Summary) -> String {
+    let l = s.latency_ms;
+    format!(
+        "| {name} | {point} | {} | {} | {} | {} | {} | {} | {} ({}) | {} / {} | {} ({}) | {} ({}) |\n",
+        s.messages,
+        cell(l.map(|l| l.p99), 1),
+        cell(l.map(|l| l.p999), 1),
+        cell(l.map(|l| l.max), 1),
+        pct_of(s.spurious_excluding_redundant, s.messages),
+        spurious_causes(s),
+        s.t3_expiries,
+        s.t3_spurious.map_or("-".into(), |x| x.to_string()),
+        cell(s.tohd_retransmissions.map(|x| x * 100.0), 2),
+        cell(s.tohd_redundant.map(|x| x * 100.0), 2),
+        s.data_rtt_samples,
+        s.rtt_samples,
+        cell(s.thin_share.map(|x| x * 100.0), 2),
+        s.thin_transitions,
+    )
+}
+
+/// The recovery table (issue recovery): per variant, and per sweep point
+/// if the scenario has a sweep, latency tail, spurious retransmissions
+/// other than redundant copies by cause, T3 expiries with the spurious
+/// ones, `tohd` split into retransmissions and redundant copies, RTT
+/// samples and the share of time classified thin.
+pub fn recovery_table(r: &Results) -> String {
+    let mut rows = String::new();
+    for v in &r.variants {
+        let Some(s) = &v.summary else { continue };
+        if r.sweep.is_some() && !v.points.is_empty() {
+            for p in &v.points {
+                rows.push_str(&recovery_row(&v.name, &p.value, &p.summary));
+            }
+        } else {
+            rows.push_str(&recovery_row(&v.name, "all", s));
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "Recovery{} ({}; spurious = retransmissions of data that had already arrived, redundant RDB copies left out, in % of messages; T3 = timeout retransmissions, one per expiry, with the spurious ones in brackets; `tohd` split into retransmissions / redundant copies, %; RTT samples on data (all); share of the sending time classified thin, % (verdict changes)):\n\n",
+        r.sweep
+            .as_ref()
+            .map(|s| format!(" per {}", s.parameter))
+            .unwrap_or_default(),
+        crate::plots::latency_label(&r.latency, &r.owd)
+    );
+    out.push_str("| variant | point | messages | p99 | p99.9 | max | spurious % | spurious by cause | T3 (spurious) | tohd % rtx / RDB | RTT samples | thin % |\n|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
+    out.push_str(&rows);
+    out.push('\n');
+    out
+}
+
+/// The slowest message of every variant (at the last sweep point, usually
+/// the heaviest loss) and the path its trace shows ([`crate::worst`]).
+pub fn worst_table(r: &Results) -> String {
+    let last = r.sweep.as_ref().and_then(|s| s.values.last().cloned());
+    let rows: Vec<String> = r
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let w = match &last {
+                Some(value) => v
+                    .points
+                    .iter()
+                    .find(|p| &p.value == value)?
+                    .worst_path
+                    .as_ref(),
+                None => v.worst_path.as_ref(),
+            }?;
+            Some(format!(
+                "| {} | {} | {:.1} s | {} |",
+                v.name,
+                cell(w.path.latency_ms, 1),
+                w.path.sent_s,
+                w.text().replace('|', "\\|")
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Slowest message of each variant{} and how it got there, read from its trace (copies of its data in send order with their fate; `[not thin]`: the sender had classified the stream not thin, so its thin-stream mechanisms were off for that copy):\n\n| variant | max, ms | sent at | path |\n|---|---:|---:|---|\n{}\n\n",
+        last.map(|v| format!(
+            " at {} = {v}",
+            r.sweep.as_ref().map_or("", |s| s.parameter.as_str())
+        ))
+        .unwrap_or_default(),
+        rows.join("\n")
+    )
+}
+
 fn verdict_counts_text(c: &[usize; 4]) -> String {
     Verdict::ALL
         .iter()
@@ -374,8 +496,38 @@ fn verdict_counts_text(c: &[usize; 4]) -> String {
         .join(", ")
 }
 
+/// A part of the report: a title, an introduction and its scenarios
+/// (`thinstream reproduce` writes the documents' experiments, then the
+/// robustness set).
+#[derive(Clone, Debug)]
+pub struct Part {
+    pub title: String,
+    pub intro: String,
+    pub sections: Vec<Section>,
+}
+
+fn summary_rows(sections: &[Section], out: &mut String, total: &mut [usize; 4]) {
+    for sec in sections {
+        let c = crate::verdict::counts(&sec.verdicts());
+        for (t, n) in total.iter_mut().zip(c) {
+            *t += n;
+        }
+        let _ = writeln!(
+            out,
+            "| [{}](#{}) | {} | {} | {} | {} | {} |",
+            sec.results.scenario,
+            slug(&sec.results.scenario),
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            sec.plots.len()
+        );
+    }
+}
+
 /// The header, summary of verdicts and table of contents.
-fn front_matter(sections: &[Section], quick: bool) -> String {
+fn front_matter(parts: &[Part], quick: bool) -> String {
     let mut out = String::from("# thinstream reproduction report\n\n");
     let _ = writeln!(
         out,
@@ -397,22 +549,11 @@ fn front_matter(sections: &[Section], quick: bool) -> String {
         "| scenario | reproduced | partly | differs | not comparable | plots |\n|---|---:|---:|---:|---:|---:|\n",
     );
     let mut total = [0usize; 4];
-    for sec in sections {
-        let c = crate::verdict::counts(&sec.verdicts());
-        for (t, n) in total.iter_mut().zip(c) {
-            *t += n;
+    for part in parts {
+        if parts.len() > 1 && !part.title.is_empty() {
+            let _ = writeln!(out, "| *{}* | | | | | |", part.title);
         }
-        let _ = writeln!(
-            out,
-            "| [{}](#{}) | {} | {} | {} | {} | {} |",
-            sec.results.scenario,
-            slug(&sec.results.scenario),
-            c[0],
-            c[1],
-            c[2],
-            c[3],
-            sec.plots.len()
-        );
+        summary_rows(&part.sections, &mut out, &mut total);
     }
     let _ = writeln!(
         out,
@@ -421,31 +562,66 @@ fn front_matter(sections: &[Section], quick: bool) -> String {
         total[1],
         total[2],
         total[3],
-        sections.iter().map(|s| s.plots.len()).sum::<usize>()
+        parts
+            .iter()
+            .flat_map(|p| &p.sections)
+            .map(|s| s.plots.len())
+            .sum::<usize>()
     );
     out.push_str("## Contents\n\n");
-    for sec in sections {
-        let _ = writeln!(
-            out,
-            "- [{}](#{}){}",
-            sec.results.scenario,
-            slug(&sec.results.scenario),
-            if sec.results.description.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", sec.results.description)
-            }
-        );
+    for part in parts {
+        let indent = if parts.len() > 1 && !part.title.is_empty() {
+            let _ = writeln!(out, "- [{}](#{})", part.title, slug(&part.title));
+            "  "
+        } else {
+            ""
+        };
+        for sec in &part.sections {
+            let _ = writeln!(
+                out,
+                "{indent}- [{}](#{}){}",
+                sec.results.scenario,
+                slug(&sec.results.scenario),
+                if sec.results.description.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", sec.results.description)
+                }
+            );
+        }
     }
     out.push('\n');
     out
 }
 
-/// The whole report: a header, the summary, contents, one section per scenario.
+/// The whole report of one untitled part: a header, the summary,
+/// contents, one section per scenario.
 pub fn markdown(sections: &[Section], quick: bool) -> String {
-    let mut out = front_matter(sections, quick);
-    for sec in sections {
-        out.push_str(&scenario_section(sec));
+    markdown_parts(
+        &[Part {
+            title: String::new(),
+            intro: String::new(),
+            sections: sections.to_vec(),
+        }],
+        quick,
+    )
+}
+
+/// The whole report: a header, the summary, contents, then each part
+/// (its title as a top-level heading when there are several) with one
+/// section per scenario.
+pub fn markdown_parts(parts: &[Part], quick: bool) -> String {
+    let mut out = front_matter(parts, quick);
+    for part in parts {
+        if parts.len() > 1 && !part.title.is_empty() {
+            let _ = writeln!(out, "# {}\n", part.title);
+        }
+        if !part.intro.is_empty() {
+            let _ = writeln!(out, "{}\n", part.intro.trim_end());
+        }
+        for sec in &part.sections {
+            out.push_str(&scenario_section(sec));
+        }
     }
     out
 }

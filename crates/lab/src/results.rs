@@ -5,7 +5,7 @@
 //! `wall_s` is a function of the scenario and seed):
 //!
 //! ```json
-//! {"schema_version": 2, "scenario": "000-fig8-uniform", "description": "...", "source": "...",
+//! {"schema_version": 3, "scenario": "000-fig8-uniform", "description": "...", "source": "...",
 //!  "seed": 1, "simulated_s": 7260.0, "wall_s": 3.2, "repetitions": 1, "runs": 5,
 //!  "latency": "application", "owd": "min-observed", "sweep": null,
 //!  "variants": [
@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thinstream_base::Duration;
 use thinstream_metrics::{mean_ci95, median, mtt_reduction, LatencyMs, RetransmissionRow, Summary};
 
@@ -39,8 +39,13 @@ use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 
 /// Version of the `results.json` shape; bumped when fields are added or
 /// change meaning. 2: `schema_version` itself, `latency_cdf_ms` per variant
-/// and per `also` kind, `model.curve`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// and per `also` kind, `model.curve`. 3: the recovery fields of
+/// `metrics::Summary` (`spurious_by_reason`, `spurious_excluding_redundant`,
+/// `t3_expiries`, `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
+/// `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`, `thin_share`,
+/// `thin_transitions`) per variant and point, `worst_path` per variant and
+/// point.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The quantiles stored as `latency_cdf_ms` (fixed, so CDFs of different
 /// runs and variants line up).
@@ -50,7 +55,7 @@ pub const CDF_QUANTILES: [f64; 27] = [
 ];
 
 /// One point of an empirical CDF: the fraction `q` of samples at or below `ms`.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct CdfPoint {
     pub q: f64,
     pub ms: f64,
@@ -89,7 +94,7 @@ pub fn cdf_of_sorted(sorted_nanos: &[u64]) -> Vec<CdfPoint> {
 }
 
 /// The whole `results.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Results {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -103,7 +108,7 @@ pub struct Results {
     pub wall_s: f64,
     pub repetitions: u32,
     pub runs: usize,
-    pub latency: &'static str,
+    pub latency: String,
     /// One-way-delay removal for delivery latencies (`[metrics] owd`):
     /// `none`, `min-observed`, `drift-corrected` or the given duration.
     pub owd: String,
@@ -115,19 +120,19 @@ pub struct Results {
     pub reference: Option<serde_json::Value>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepInfo {
-    pub parameter: &'static str,
+    pub parameter: String,
     pub values: Vec<String>,
 }
 
 /// One variant, pooled over every run of it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VariantResult {
     pub name: String,
-    pub transport: &'static str,
+    pub transport: String,
     pub preset: String,
-    #[serde(skip_serializing_if = "Overrides::is_empty")]
+    #[serde(default, skip_serializing_if = "Overrides::is_empty")]
     pub overrides: Overrides,
     pub available: bool,
     /// Why the variant did not run.
@@ -162,16 +167,19 @@ pub struct VariantResult {
     pub model: Option<crate::echo::ModelResult>,
     /// `[metrics] throughput`: per `[[flows]]` entry (HTTP cross traffic excepted),
     /// throughput per interval and Jain's index (002 §5.2.5).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throughput: Vec<crate::fairness::EntryThroughput>,
+    /// The slowest message over all runs and the path that produced it,
+    /// read from its trace ([`crate::worst`]).
+    pub worst_path: Option<crate::worst::WorstPath>,
     pub points: Vec<PointResult>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CauseRow {
     pub retransmission: u32,
     pub or_more: bool,
-    pub reason: &'static str,
+    pub reason: String,
     pub count: u64,
     pub spurious: Option<u64>,
     /// `count` over all pieces with this retransmission number.
@@ -208,7 +216,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
         .map(|((nth, reason), (count, spurious))| CauseRow {
             retransmission: nth,
             or_more: nth == 3,
-            reason: reason.name(),
+            reason: reason.name().to_string(),
             count,
             spurious,
             // Zero when no piece needed this many retransmissions.
@@ -217,7 +225,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
         .collect()
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OtherLatency {
     pub latency_ms: Option<LatencyMs>,
     pub by_retransmissions: Vec<RetransmissionRow>,
@@ -225,7 +233,7 @@ pub struct OtherLatency {
 }
 
 /// One sweep point of one variant.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PointResult {
     pub value: String,
     pub summary: Summary,
@@ -244,6 +252,8 @@ pub struct PointResult {
     /// The statistic `[metrics] mtt` selects (what tables and reductions use).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtt_ms_compared: Option<f64>,
+    /// The slowest message at this point and its path.
+    pub worst_path: Option<crate::worst::WorstPath>,
 }
 
 impl PointResult {
@@ -259,12 +269,22 @@ impl PointResult {
 }
 
 /// MTT reduction of one variant against the baseline.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Reduction {
     pub baseline: String,
     /// Mean over the points where both medians exist.
     pub mean: Option<f64>,
     pub per_point: Vec<Option<f64>>,
+}
+
+/// The slowest message over `runs` (ties: the earliest run).
+fn slowest_of<'a>(runs: impl Iterator<Item = &'a RunOutcome>) -> Option<crate::worst::WorstPath> {
+    runs.filter_map(|o| o.worst.as_ref())
+        .fold(None::<&crate::worst::WorstPath>, |best, w| match best {
+            Some(b) if b.path.latency_ms >= w.path.latency_ms => Some(b),
+            _ => Some(w),
+        })
+        .cloned()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -323,6 +343,7 @@ impl Results {
                         mtt_mean_ms: None,
                         mtt_ci95_ms: None,
                         mtt_ms_compared: None,
+                        worst_path: slowest_of(here.iter().copied()),
                     };
                     if drop_sweep {
                         let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
@@ -343,7 +364,7 @@ impl Results {
                 .collect();
             variants.push(VariantResult {
                 name: v.spec.name.clone(),
-                transport: v.transport.name(),
+                transport: v.transport.name().to_string(),
                 preset: v.spec.preset.clone(),
                 overrides: v.spec.overrides.clone(),
                 available,
@@ -380,6 +401,7 @@ impl Results {
                 bottleneck: crate::fairness::pool_bottleneck(
                     mine.iter().filter_map(|o| o.bottleneck.as_ref()),
                 ),
+                worst_path: slowest_of(mine.iter().copied()),
                 throughput: match &s.metrics.throughput {
                     Some(t) if available => {
                         let runs: Vec<&[crate::fairness::FlowSeries]> =
@@ -439,7 +461,7 @@ impl Results {
             wall_s,
             repetitions: plan.repetitions,
             runs: outcomes.len(),
-            latency: kind.name(),
+            latency: kind.name().to_string(),
             owd: match s.metrics.owd.0 {
                 thinstream_metrics::OwdCorrection::None => "none".into(),
                 thinstream_metrics::OwdCorrection::MinObserved => "min-observed".into(),
@@ -449,7 +471,7 @@ impl Results {
                 thinstream_metrics::OwdCorrection::Given(d) => d.to_string(),
             },
             sweep: s.sweep.as_ref().map(|sw| SweepInfo {
-                parameter: sw.parameter.name(),
+                parameter: sw.parameter.name().to_string(),
                 values: plan.points.iter().map(|p| p.label()).collect(),
             }),
             variants,
@@ -460,6 +482,23 @@ impl Results {
                 .as_ref()
                 .and_then(|r| serde_json::to_value(r).ok()),
         }
+    }
+
+    /// Reads a stored `results.json` back (for rebuilding a report without
+    /// re-running). Fails on another schema version.
+    pub fn from_json(text: &str) -> Result<Results, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match v.get("schema_version").and_then(serde_json::Value::as_u64) {
+            Some(n) if n == u64::from(SCHEMA_VERSION) => {}
+            other => {
+                return Err(format!(
+                    "schema_version {} but this build reads {SCHEMA_VERSION} (re-run the scenario)",
+                    other.map_or("missing".to_string(), |n| n.to_string())
+                ))
+            }
+        }
+        serde_json::from_value(v).map_err(|e| format!("not a results.json: {e}"))
     }
 
     /// Pretty JSON with a final newline.

@@ -51,6 +51,9 @@ pub struct RunOutcome {
     pub responses: Vec<thinstream_metrics::ResponseSample>,
     /// Dumbbell runs: the bottleneck links' statistics.
     pub bottleneck: Option<crate::fairness::BottleneckRun>,
+    /// The slowest message over the measured flows and its path
+    /// ([`crate::worst`]).
+    pub worst: Option<crate::worst::WorstPath>,
     /// The capture, if this run was asked for one.
     pub pcap: Option<Vec<u8>>,
     /// Every endpoint's trace records (`flow{i}.a` / `flow{i}.b`, in
@@ -196,6 +199,15 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                     spec.seed.derive(&format!("workload.flow{i}")),
                 )
                 .map_err(|err| run_err(format!("flows[{e}] workload: {err}")))?;
+            let generator: Box<dyn Generator + Send> = if entry.app_timer_jitter.is_zero() {
+                generator
+            } else {
+                Box::new(thinstream_workload::TimerJitter::new(
+                    generator,
+                    entry.app_timer_jitter,
+                    spec.seed.derive(&format!("workload.flow{i}.timer")).rng(),
+                ))
+            };
             let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
             let schedule = generator
                 .into_messages()
@@ -309,17 +321,37 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     }
 
     let result = sim.run(plan.stop());
-    let fault = match &result.stop {
+    let mut fault = match &result.stop {
         StopReason::Fault(m) => Some(m.clone()),
         StopReason::EventLimit => Some("event limit reached".into()),
         StopReason::StopTime | StopReason::Idle => None,
     };
+    // A message the transport refused for good (not "wait and retry") is
+    // a fault of the run, never a silent gap in the results.
+    for e in &result.endpoints {
+        if let Some(first) = e.app.source().and_then(|s| s.rejected.first()) {
+            let n = e.app.source().map_or(0, |s| s.rejected.len());
+            let m = format!(
+                "flow{}.{}: {n} message(s) rejected by the transport, the first (stream {}, {} B): {}",
+                e.flow.0,
+                e.side.label(),
+                first.spec.stream,
+                first.spec.bytes,
+                first.error
+            );
+            fault = Some(match fault {
+                Some(f) => format!("{f}; {m}"),
+                None => m,
+            });
+        }
+    }
     let options = AnalysisOptions {
         owd: scenario.metrics.owd.0,
         summary_latency: scenario.metrics.latency,
     };
     let mut analyses = Vec::with_capacity(measured.len());
     let mut responses = Vec::new();
+    let mut worst: Option<crate::worst::WorstPath> = None;
     for (flow, _) in &measured {
         let a = result.endpoint(FlowId(*flow), Side::A);
         let b = result.endpoint(FlowId(*flow), Side::B);
@@ -358,6 +390,20 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                 thinstream_metrics::response_times(&analysis, &reverse)
                     .map_err(|e| run_err(format!("response times of flow {flow}: {e}")))?,
             );
+        }
+        if let Some(w) = crate::worst::slowest(
+            &analysis,
+            scenario.metrics.latency,
+            &a.records,
+            &b.records,
+            spec.index,
+        ) {
+            if worst
+                .as_ref()
+                .is_none_or(|x| x.path.latency_ms < w.path.latency_ms)
+            {
+                worst = Some(w);
+            }
         }
         analyses.push(analysis);
     }
@@ -422,6 +468,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         throughput,
         bottleneck,
         responses,
+        worst,
         records: detail.records.then(|| {
             result
                 .endpoints

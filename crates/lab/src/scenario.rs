@@ -23,6 +23,8 @@
 //! count = 1                            # identical flows
 //! start = "0s"
 //! app_start = "0s"                     # workload begins this long after `start`
+//! app_start_from = "connect"           # "connect" | "established": what app_start counts from
+//! app_timer_jitter = "0ms"             # each message late by uniform [0, jitter) (timer granularity)
 //!
 //! [[flows]]                            # HTTP-like cross traffic (dumbbell only):
 //! transport = "tcp"                    # one TCP connection per client (`crate::http`)
@@ -219,6 +221,12 @@ pub struct FlowEntry {
     /// documents measured).
     #[serde(default)]
     pub app_start_from: AppStartFrom,
+    /// Application timer jitter (`thinstream_workload::jitter`): every
+    /// message is handed over late by a uniform draw in `[0, jitter)` from
+    /// its nominal time, seeded per flow; the nominal schedule (and so the
+    /// mean rate) is kept. Default 0: a perfectly periodic application.
+    #[serde(default, with = "serde_duration")]
+    pub app_timer_jitter: Duration,
     /// The receiving peer's acknowledgement policy, named after a real
     /// stack (`thinstream_proto::config::RECEIVERS`: `linux-2.6`, `linux`,
     /// `usrsctp`, `dcsctp`, `pion`, `every-packet`); SCTP only. Default:
@@ -339,6 +347,12 @@ pub struct Overrides {
     /// TCP: sender MSS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss: Option<u32>,
+    /// SCTP: streams each side offers (outbound streams and the maximum of
+    /// inbound streams it accepts; the association uses the smaller of the
+    /// two sides'). Presets offer 10; a workload over more streams needs
+    /// this (checked before anything runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u16>,
 }
 
 impl Overrides {

@@ -74,7 +74,7 @@ pub fn render(r: &Results) -> String {
     let _ = writeln!(
         out,
         "\n{}, pooled over {} run(s):",
-        crate::plots::latency_label(r.latency, &r.owd),
+        crate::plots::latency_label(&r.latency, &r.owd),
         r.runs
     );
     let header = strings(&[
@@ -122,7 +122,7 @@ pub fn render(r: &Results) -> String {
     let _ = writeln!(
         out,
         "\n{} by retransmissions of the message (count / mean / p99 / max, ms):",
-        crate::plots::latency_name(r.latency, &r.owd)
+        crate::plots::latency_name(&r.latency, &r.owd)
     );
     let header = strings(&["variant", "0", "1", "2", "3+"]);
     let mut rows = Vec::new();
@@ -203,7 +203,7 @@ pub fn render(r: &Results) -> String {
             let _ = writeln!(
                 out,
                 "\n{} p99 (ms) per {}:",
-                crate::plots::latency_name(r.latency, &r.owd),
+                crate::plots::latency_name(&r.latency, &r.owd),
                 sw.parameter
             );
         }

@@ -461,3 +461,74 @@ fn repository_compare_paths_resolve() {
     }
     assert!(checked >= 10, "only {checked} compare rows");
 }
+
+fn streams_scenario(streams: u16, variant: &str) -> String {
+    format!(
+        r#"
+name = "streams"
+duration = "5s"
+drain = "5s"
+[topology]
+kind = "two-host"
+forward = "delay 10ms"
+[[flows]]
+workload = {{ kind = "constant", iat = "50ms", bytes = 100, streams = {streams} }}
+{variant}
+"#
+    )
+}
+
+// More SCTP streams than the association offers is an error before
+// anything runs, naming the override; with `streams` set the workload runs
+// and every message arrives; `streams` is SCTP only.
+#[test]
+fn stream_counts_are_checked_and_configurable() {
+    let plain = "[[variants]]\nname = \"rfc\"\npreset = \"rfc\"";
+    let e = Plan::new(
+        parse(&streams_scenario(12, plain)).unwrap(),
+        &PlanOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("uses 12 SCTP streams but variant \"rfc\" offers 10")
+            && e.contains("streams = 12"),
+        "{e}"
+    );
+    let ok = "[[variants]]\nname = \"rfc\"\npreset = \"rfc\"\noverrides = { streams = 12 }";
+    let json: serde_json::Value = serde_json::from_str(&run_json(
+        &streams_scenario(12, ok),
+        &PlanOptions::default(),
+        1,
+    ))
+    .unwrap();
+    let v = &json["variants"][0];
+    assert_eq!(v["messages"], 100);
+    assert_eq!(v["delivered"], 100);
+    assert_eq!(v["faults"], serde_json::json!([]));
+    let tcp = "[[variants]]\nname = \"tcp\"\ntransport = \"tcp\"\npreset = \"newreno\"\noverrides = { streams = 2 }";
+    let e = Plan::new(
+        parse(&streams_scenario(1, tcp)).unwrap(),
+        &PlanOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`streams` applies to SCTP only"), "{e}");
+}
+
+// A message the transport refuses for good (here larger than SCTP's
+// 256 KiB maximum message size) is a fault of the run, with the reason.
+#[test]
+fn rejected_messages_are_faults() {
+    let text = streams_scenario(1, "[[variants]]\nname = \"rfc\"\npreset = \"rfc\"")
+        .replace("bytes = 100", "bytes = 300000");
+    let json: serde_json::Value =
+        serde_json::from_str(&run_json(&text, &PlanOptions::default(), 1)).unwrap();
+    let faults = json["variants"][0]["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    let f = faults[0].as_str().unwrap();
+    assert!(
+        f.contains("flow0.a: 100 message(s) rejected by the transport") && f.contains("300000 B"),
+        "{f}"
+    );
+}

@@ -10,7 +10,13 @@
 //!   for the stored CDF quantiles;
 //! - `latency.KIND.rtxN` (N = 0, 1, 2, 3 = "3 or more"): `count`, `mean`,
 //!   `p50`, `p99`, `max`;
-//! - `messages`, `delivered`, `tohd`, `loss_rate`, `spurious`: `value`;
+//! - `messages`, `delivered`, `tohd`, `loss_rate`, `spurious`, and the
+//!   recovery counters `spurious_excluding_redundant`, `t3_expiries`,
+//!   `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
+//!   `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`,
+//!   `thin_share`, `thin_transitions`, `spurious.REASON`: `value`;
+//! - `worst_path`: `latency_ms`, `sent_s` (the slowest message; its path
+//!   is in results.json);
 //! - `response_ms` (echo): the latency statistics; `model`:
 //!   `response_time_ms`, and `response_time_ms_at_loss_P` along the curve;
 //! - `throughput.entryE_kbps`: `intervalI`, `mean`, `median`, `min`, `max`;
@@ -58,6 +64,13 @@ impl Rows<'_> {
         }
     }
 
+    /// One row per element of the array `values`: statistic `intervalI`.
+    fn intervals(&mut self, variant: &str, point: &str, metric: &str, values: &Value) {
+        for (i, x) in values.as_array().into_iter().flatten().enumerate() {
+            self.push(variant, point, metric, &format!("interval{i}"), x);
+        }
+    }
+
     fn latency(&mut self, variant: &str, point: &str, metric: &str, l: &Value) {
         for s in ["mean", "p50", "p90", "p99", "p999", "max"] {
             self.push(variant, point, metric, s, &l[s]);
@@ -89,9 +102,34 @@ impl Rows<'_> {
         self.latency(variant, point, &format!("latency.{kind}"), &s["latency_ms"]);
         self.cdf(variant, point, &kind, &s["latency_cdf_ms"]);
         self.by_rtx(variant, point, &kind, &s["by_retransmissions"]);
-        for m in ["messages", "delivered", "tohd", "loss_rate", "spurious"] {
+        for m in [
+            "messages",
+            "delivered",
+            "tohd",
+            "loss_rate",
+            "spurious",
+            "spurious_excluding_redundant",
+            "t3_expiries",
+            "t3_spurious",
+            "redundant_bytes",
+            "tohd_redundant",
+            "tohd_retransmissions",
+            "rtt_samples",
+            "data_rtt_samples",
+            "thin_share",
+            "thin_transitions",
+        ] {
             self.push(variant, point, m, "value", &s[m]);
         }
+        for (reason, n) in s["spurious_by_reason"].as_object().into_iter().flatten() {
+            self.push(variant, point, &format!("spurious.{reason}"), "value", n);
+        }
+    }
+
+    /// The slowest message of a variant or point (`worst_path`).
+    fn worst(&mut self, variant: &str, point: &str, w: &Value) {
+        self.push(variant, point, "worst_path", "latency_ms", &w["latency_ms"]);
+        self.push(variant, point, "worst_path", "sent_s", &w["sent_s"]);
     }
 }
 
@@ -109,6 +147,7 @@ pub fn csv(results: &Value) -> String {
         }
         let name = v["name"].as_str().unwrap_or("");
         rows.summary(name, "all", v);
+        rows.worst(name, "all", &v["worst_path"]);
         if let Some(also) = v["also"].as_object() {
             for (kind, a) in also {
                 rows.latency(name, "all", &format!("latency.{kind}"), &a["latency_ms"]);
@@ -142,14 +181,7 @@ pub fn csv(results: &Value) -> String {
         for t in v["throughput"].as_array().into_iter().flatten() {
             let e = t["entry"].as_u64().unwrap_or(0);
             let metric = format!("throughput.entry{e}_kbps");
-            for (i, x) in t["aggregate_kbps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                rows.push(name, "all", &metric, &format!("interval{i}"), x);
-            }
+            rows.intervals(name, "all", &metric, &t["aggregate_kbps"]);
             for s in ["mean", "median", "min", "max"] {
                 rows.push(
                     name,
@@ -160,14 +192,7 @@ pub fn csv(results: &Value) -> String {
                 );
             }
             let jain = format!("jain.entry{e}");
-            for (i, x) in t["jain_per_interval"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                rows.push(name, "all", &jain, &format!("interval{i}"), x);
-            }
+            rows.intervals(name, "all", &jain, &t["jain_per_interval"]);
             rows.push(name, "all", &jain, "mean", &t["jain_mean"]);
             rows.push(name, "all", &jain, "of_totals", &t["jain_of_totals"]);
         }
@@ -189,6 +214,7 @@ pub fn csv(results: &Value) -> String {
         for (pi, p) in v["points"].as_array().into_iter().flatten().enumerate() {
             let point = p["value"].as_str().unwrap_or("").to_string();
             rows.summary(name, &point, &p["summary"]);
+            rows.worst(name, &point, &p["worst_path"]);
             for (r, x) in p["mtt_ms"].as_array().into_iter().flatten().enumerate() {
                 rows.push(name, &point, "mtt_ms", &format!("rep{r}"), x);
             }

@@ -23,6 +23,18 @@ pub enum TransportConfig {
     Tcp(TcpConfig),
 }
 
+impl TransportConfig {
+    /// SCTP: the streams an association of two endpoints with this
+    /// configuration can use (the smaller of outbound and accepted inbound
+    /// streams); TCP: `None` (one byte stream per connection).
+    pub fn sctp_streams(&self) -> Option<u16> {
+        match self {
+            TransportConfig::Sctp(c) => Some(c.outbound_streams.min(c.max_inbound_streams)),
+            TransportConfig::Tcp(_) => None,
+        }
+    }
+}
+
 /// Why a preset string could not be turned into a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PresetIssue {
@@ -105,6 +117,15 @@ fn apply_sctp(c: &mut SctpConfig, o: &Overrides) -> Result<(), PresetIssue> {
             "override `mss` applies to TCP only (SCTP: the PMTU decides)".into(),
         ));
     }
+    if let Some(n) = o.streams {
+        if n == 0 {
+            return Err(PresetIssue::BadOverride(
+                "override `streams` must be at least 1".into(),
+            ));
+        }
+        c.outbound_streams = n;
+        c.max_inbound_streams = n;
+    }
     if let Some(on) = o.delayed_sack {
         c.delayed_sack = if on {
             DelayedSack {
@@ -166,6 +187,7 @@ fn apply_tcp(c: &mut TcpConfig, o: &Overrides) -> Result<(), PresetIssue> {
         ("max_burst", o.max_burst.is_some()),
         ("heartbeat", o.heartbeat.is_some()),
         ("no_delay", o.no_delay.is_some()),
+        ("streams", o.streams.is_some()),
     ];
     if let Some((name, _)) = sctp_only.iter().find(|(_, set)| *set) {
         return Err(PresetIssue::BadOverride(format!(

@@ -238,6 +238,55 @@ impl LossEstimate {
     }
 }
 
+/// Recovery facts of a flow read from the sender's trace (RTT samples,
+/// the thin-stream verdict over time, redundant bytes). Counters the SCTP
+/// association keeps in its `Stats` as well; computed here from records so
+/// that every driver (simulator, sockets) and both transports get them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryCounts {
+    /// `RttSample` records: samples that reached the RTO estimator.
+    pub rtt_samples: u64,
+    /// Of those, samples measured on data (not HEARTBEAT-ACK or handshake).
+    pub data_rtt_samples: u64,
+    /// Payload bytes of redundant copies (RDB, [`TxReason::RedundantBundle`]).
+    pub redundant_bytes: u64,
+    /// Changes of the thin verdict after the first one (`Thin` records).
+    pub thin_transitions: u64,
+    /// Time classified thin and the window it was measured over: from the
+    /// first data transmission to the last data transmission or
+    /// acknowledgement, whichever is later. `None` without `Thin` records
+    /// (the sender did not track the verdict). Before the first `Thin`
+    /// record the stream counts as not thin.
+    pub thin_time: Option<(Duration, Duration)>,
+}
+
+impl RecoveryCounts {
+    /// The share of the window classified thin.
+    pub fn thin_share(&self) -> Option<f64> {
+        let (thin, window) = self.thin_time?;
+        (!window.is_zero()).then(|| thin.as_nanos() as f64 / window.as_nanos() as f64)
+    }
+}
+
+/// Time classified thin inside `[from, to)` given the verdict changes in time order.
+fn time_thin(changes: &[(Instant, bool)], from: Instant, to: Instant) -> Duration {
+    let mut total = 0u64;
+    let mut state = false;
+    let mut since = from;
+    for (t, thin) in changes {
+        let t = (*t).clamp(from, to);
+        if state {
+            total += t.saturating_duration_since(since).as_nanos();
+        }
+        state = *thin;
+        since = t;
+    }
+    if state {
+        total += to.saturating_duration_since(since).as_nanos();
+    }
+    Duration::from_nanos(total)
+}
+
 /// What a throughput series counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -323,6 +372,7 @@ pub struct FlowAnalysis {
     delivered_bytes: Vec<(Instant, u64)>,
     span: Option<(Instant, Instant)>,
     owd: OwdModel,
+    recovery: RecoveryCounts,
 }
 
 /// What the sender's records say, per unit range and in total.
@@ -341,6 +391,10 @@ struct SenderScan {
     unique_bytes_sent: u64,
     counters: Counters,
     acked_bytes: Vec<(Instant, u64)>,
+    recovery: RecoveryCounts,
+    thin_changes: Vec<(Instant, bool)>,
+    /// First data transmission, last data transmission or acknowledgement.
+    data_window: Option<(Instant, Instant)>,
 }
 
 impl SenderScan {
@@ -359,6 +413,9 @@ impl SenderScan {
             unique_bytes_sent: 0,
             counters: Counters::default(),
             acked_bytes: Vec::new(),
+            recovery: RecoveryCounts::default(),
+            thin_changes: Vec::new(),
+            data_window: None,
         };
         for (i, rec) in records.iter().enumerate() {
             match rec {
@@ -397,6 +454,7 @@ impl SenderScan {
                     s.counters.packets_sent += 1;
                     if !data.is_empty() {
                         s.counters.data_packets_sent += 1;
+                        s.extend_window(*time);
                     }
                     let mut carries_retransmission = false;
                     for piece in data {
@@ -410,6 +468,19 @@ impl SenderScan {
                 }
                 Record::Acked { time, units } => {
                     s.on_acked(*time, units_ok(*units, Side::Sender, i)?);
+                    s.extend_window(*time);
+                }
+                Record::RttSample { data, .. } => {
+                    s.recovery.rtt_samples += 1;
+                    if *data {
+                        s.recovery.data_rtt_samples += 1;
+                    }
+                }
+                Record::Thin { time, thin, .. } => {
+                    if s.thin_changes.last().is_some_and(|(_, t)| t != thin) {
+                        s.recovery.thin_transitions += 1;
+                    }
+                    s.thin_changes.push((*time, *thin));
                 }
                 Record::Abandoned { time, units } => {
                     s.abandoned
@@ -419,7 +490,19 @@ impl SenderScan {
                 _ => {}
             }
         }
+        if !s.thin_changes.is_empty() {
+            s.recovery.thin_time = s
+                .data_window
+                .map(|(from, to)| (time_thin(&s.thin_changes, from, to), to - from));
+        }
         Ok(s)
+    }
+
+    fn extend_window(&mut self, t: Instant) {
+        self.data_window = Some(match self.data_window {
+            None => (t, t),
+            Some((a, b)) => (a.min(t), b.max(t)),
+        });
     }
 
     /// One data piece of a sent packet; returns whether it counts as a
@@ -427,6 +510,9 @@ impl SenderScan {
     fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
         *self.reasons.entry(reason).or_insert(0) += 1;
         self.payload_bytes_sent += u64::from(bytes);
+        if reason == TxReason::RedundantBundle {
+            self.recovery.redundant_bytes += u64::from(bytes);
+        }
         let first = FirstTx {
             time,
             bytes,
@@ -672,7 +758,13 @@ impl FlowAnalysis {
             delivered_bytes,
             span,
             owd,
+            recovery: tx.recovery,
         })
+    }
+
+    /// RTT samples, thin verdict over time and redundant bytes (see [`RecoveryCounts`]).
+    pub fn recovery(&self) -> &RecoveryCounts {
+        &self.recovery
     }
 
     pub fn options(&self) -> &AnalysisOptions {

@@ -63,8 +63,8 @@ mod transaction;
 pub use error::{MetricsError, Side};
 pub use flow::{
     AnalysisOptions, AppSend, DuplicateReport, FlowAnalysis, FlowInput, LatencyKind, LossEstimate,
-    LossMethod, MessageOutcome, OwdCorrection, ReasonRow, RetransmissionGroup, RetransmittedPiece,
-    ThroughputSource,
+    LossMethod, MessageOutcome, OwdCorrection, ReasonRow, RecoveryCounts, RetransmissionGroup,
+    RetransmittedPiece, ThroughputSource,
 };
 pub use stats::{
     jain_index, jain_per_interval, mean_ci95, median, percentile_sorted, Cdf, CdfPoint,

@@ -84,6 +84,43 @@ pub struct Summary {
     pub spurious: Option<u64>,
     pub tohd: Option<f64>,
     pub loss_rate: Option<f64>,
+    /// Spurious retransmitted pieces by reason (retransmission reasons
+    /// only, zeros included; `null` without a receiver trace).
+    #[serde(default)]
+    pub spurious_by_reason: Option<BTreeMap<String, u64>>,
+    /// Spurious retransmitted pieces other than redundant copies (RDB
+    /// copies of data that arrived are spurious by design).
+    #[serde(default)]
+    pub spurious_excluding_redundant: Option<u64>,
+    /// Timeout retransmissions (`timeout-rtx` pieces): for SCTP one per T3
+    /// expiry (the lowest outstanding chunk; the rest ride along as
+    /// `bundled-on-rtx`).
+    #[serde(default)]
+    pub t3_expiries: u64,
+    /// Of those, expiries whose retransmitted chunk had already arrived.
+    #[serde(default)]
+    pub t3_spurious: Option<u64>,
+    /// Payload bytes sent as redundant copies (RDB).
+    #[serde(default)]
+    pub redundant_bytes: u64,
+    /// `tohd` split: redundant copies / ω and everything else that repeats
+    /// data (retransmissions and what rides along with them) / ω; the two
+    /// add up to `tohd`.
+    #[serde(default)]
+    pub tohd_redundant: Option<f64>,
+    #[serde(default)]
+    pub tohd_retransmissions: Option<f64>,
+    /// RTT samples that reached the estimator, and those measured on data.
+    #[serde(default)]
+    pub rtt_samples: u64,
+    #[serde(default)]
+    pub data_rtt_samples: u64,
+    /// Share of the sending window classified thin (`null` if the sender
+    /// did not track the verdict), and verdict changes.
+    #[serde(default)]
+    pub thin_share: Option<f64>,
+    #[serde(default)]
+    pub thin_transitions: u64,
 }
 
 impl Summary {
@@ -113,7 +150,41 @@ impl Summary {
         let (mut omega, mut unique) = (0u64, 0u64);
         let mut loss: Option<(LossMethod, u64, u64)> = None;
         let mut loss_known = true;
+        let mut spurious_by_reason: Option<BTreeMap<TxReason, u64>> = Some(
+            TxReason::ALL
+                .iter()
+                .filter(|r| r.is_retransmission())
+                .map(|r| (*r, 0))
+                .collect(),
+        );
+        let mut t3_expiries = 0u64;
+        let (mut redundant, mut rtt_samples, mut data_rtt_samples, mut transitions) =
+            (0u64, 0u64, 0u64, 0u64);
+        let mut thin: Option<(u64, u64)> = None;
         for f in &flows {
+            let rc = f.recovery();
+            redundant += rc.redundant_bytes;
+            rtt_samples += rc.rtt_samples;
+            data_rtt_samples += rc.data_rtt_samples;
+            transitions += rc.thin_transitions;
+            if let Some((t, w)) = rc.thin_time {
+                let (a, b) = thin.unwrap_or((0, 0));
+                thin = Some((a + t.as_nanos(), b + w.as_nanos()));
+            }
+            t3_expiries += f
+                .reasons()
+                .get(&TxReason::TimeoutRetransmit)
+                .copied()
+                .unwrap_or(0);
+            spurious_by_reason = match (spurious_by_reason, f.spurious_by_reason()) {
+                (Some(mut all), Some(mine)) => {
+                    for (r, c) in mine {
+                        *all.entry(r).or_insert(0) += c;
+                    }
+                    Some(all)
+                }
+                _ => None,
+            };
             for (m, l) in f.latencies(kind) {
                 all.push(l.as_nanos());
                 groups[(m.retransmissions as usize).min(3)].push(l.as_nanos());
@@ -173,7 +244,33 @@ impl Summary {
             }
             _ => None,
         };
+        let spurious_known = !flows.is_empty() && spurious_by_reason.is_some();
+        let spurious_by_reason = spurious_by_reason.filter(|_| spurious_known);
+        let tohd_part = |bytes: u64| (omega > 0).then(|| bytes as f64 / omega as f64);
+        let repeated = omega - unique;
         Summary {
+            spurious_excluding_redundant: spurious_by_reason.as_ref().map(|m| {
+                m.iter()
+                    .filter(|(r, _)| **r != TxReason::RedundantBundle)
+                    .map(|(_, c)| c)
+                    .sum()
+            }),
+            t3_spurious: spurious_by_reason
+                .as_ref()
+                .map(|m| m.get(&TxReason::TimeoutRetransmit).copied().unwrap_or(0)),
+            spurious_by_reason: spurious_by_reason.map(|m| {
+                m.into_iter()
+                    .map(|(r, c)| (r.name().to_string(), c))
+                    .collect()
+            }),
+            t3_expiries,
+            redundant_bytes: redundant,
+            tohd_redundant: tohd_part(redundant.min(repeated)),
+            tohd_retransmissions: tohd_part(repeated - redundant.min(repeated)),
+            rtt_samples,
+            data_rtt_samples,
+            thin_share: thin.and_then(|(t, w)| (w > 0).then(|| t as f64 / w as f64)),
+            thin_transitions: transitions,
             messages,
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,

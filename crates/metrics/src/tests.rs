@@ -672,7 +672,11 @@ fn summary_json_is_exact_and_deterministic() {
         r#"{"retransmissions":2,"or_more":false,"count":0,"mean_ms":null,"p50_ms":null,"p99_ms":null,"max_ms":null},"#,
         r#"{"retransmissions":3,"or_more":true,"count":0,"mean_ms":null,"p50_ms":null,"p99_ms":null,"max_ms":null}],"#,
         r#""reasons":{"bundled-on-rtx":0,"early-rtx":0,"efr":0,"fast-rtx":1,"new":3,"probe":0,"redundant-bundle":0,"timeout-rtx":0},"#,
-        r#""spurious":0,"tohd":0.25,"loss_rate":0.25}"#
+        r#""spurious":0,"tohd":0.25,"loss_rate":0.25,"#,
+        r#""spurious_by_reason":{"bundled-on-rtx":0,"early-rtx":0,"efr":0,"fast-rtx":0,"probe":0,"redundant-bundle":0,"timeout-rtx":0},"#,
+        r#""spurious_excluding_redundant":0,"t3_expiries":0,"t3_spurious":0,"redundant_bytes":0,"#,
+        r#""tohd_redundant":0.0,"tohd_retransmissions":0.25,"rtt_samples":0,"data_rtt_samples":0,"#,
+        r#""thin_share":null,"thin_transitions":0}"#
     );
     assert_eq!(json, expected);
     // A second, independent analysis of the same records gives the same bytes.
@@ -942,4 +946,83 @@ fn bulk_tcp_flow_in_byte_units() {
         )
         .unwrap();
     assert_eq!(per_second.iter().sum::<u64>(), total);
+}
+
+// Recovery counters from the sender's records. One message per 100 ms,
+// 20 ms one way: m0 at 0 (new), m1 at 100 (new, with a redundant copy of
+// m0), m2 at 200 (new, with a copy of m1) lost; T3 at 500 retransmits m2
+// (arrives 520). Copies of m0 and m1 had arrived: both spurious, m2's
+// timeout copy is not. ω = 600 (6 pieces of 100), unique 300: tohd 0.5,
+// redundant 200/600, retransmissions 100/600. RTT samples: data at 40
+// and 140, a heartbeat at 600. Thin from 0 to 150, not thin to 400, thin
+// again; the window is first data (0) to the last ack (540): thin 150 +
+// 140 = 290 of 540. Two changes after the first verdict.
+#[test]
+fn recovery_counters_come_from_the_sender_records() {
+    let n = TxReason::New;
+    let rdb = TxReason::RedundantBundle;
+    let thin = |at: u64, thin: bool| Record::Thin {
+        time: t(at),
+        thin,
+        packets_in_flight: 1,
+    };
+    let rtt = |at: u64, data: bool| Record::RttSample {
+        time: t(at),
+        rtt: ms(40),
+        data,
+    };
+    let s = [
+        thin(0, true),
+        submit(0, 0, 0, (0, 1), 100),
+        sent(0, &[(0, 1, 100, n)]),
+        rtt(40, true),
+        acked(40, 0, 1),
+        submit(100, 1, 0, (1, 2), 100),
+        sent(100, &[(0, 1, 100, rdb), (1, 2, 100, n)]),
+        rtt(140, true),
+        acked(140, 1, 2),
+        thin(150, false),
+        submit(200, 2, 0, (2, 3), 100),
+        sent(200, &[(1, 2, 100, rdb), (2, 3, 100, n)]),
+        thin(400, true),
+        sent(500, &[(2, 3, 100, TxReason::TimeoutRetransmit)]),
+        acked(540, 2, 3),
+        rtt(600, false),
+    ];
+    let r = [
+        arrived(20, 0, 1, 100, false),
+        arrived(120, 0, 1, 100, true),
+        arrived(120, 1, 2, 100, false),
+        arrived(220, 1, 2, 100, true),
+        arrived(520, 2, 3, 100, false),
+    ];
+    let f = FlowAnalysis::new(&s, Some(&r), AnalysisOptions::default()).unwrap();
+    let rc = f.recovery();
+    assert_eq!((rc.rtt_samples, rc.data_rtt_samples), (3, 2));
+    assert_eq!(rc.redundant_bytes, 200);
+    assert_eq!(rc.thin_transitions, 2);
+    assert_eq!(rc.thin_time, Some((ms(290), ms(540))));
+    let sum = f.summary();
+    assert_eq!(sum.spurious, Some(2));
+    assert_eq!(sum.spurious_excluding_redundant, Some(0));
+    assert_eq!((sum.t3_expiries, sum.t3_spurious), (1, Some(0)));
+    assert_eq!(sum.redundant_bytes, 200);
+    assert_eq!(sum.tohd, Some(0.5));
+    assert_eq!(sum.tohd_redundant, Some(200.0 / 600.0));
+    assert_eq!(sum.tohd_retransmissions, Some(100.0 / 600.0));
+    assert_eq!(sum.thin_share, Some(290.0 / 540.0));
+    let by = sum.spurious_by_reason.unwrap();
+    assert_eq!(by["redundant-bundle"], 2);
+    assert_eq!(by["timeout-rtx"], 0);
+    // Pooling two copies of the flow: counts double, shares stay.
+    let both = Summary::pooled([&f, &f], LatencyKind::Application);
+    assert_eq!(both.rtt_samples, 6);
+    assert_eq!(both.thin_share, Some(290.0 / 540.0));
+    assert_eq!(both.spurious_excluding_redundant, Some(0));
+    // Without a receiver trace spurious counts are unknown, the rest stays.
+    let alone = FlowAnalysis::new(&s, None, AnalysisOptions::default()).unwrap();
+    let a = alone.summary();
+    assert_eq!((a.spurious_by_reason, a.t3_spurious), (None, None));
+    assert_eq!(a.t3_expiries, 1);
+    assert_eq!(a.data_rtt_samples, 2);
 }

@@ -338,7 +338,7 @@ impl MessageSource {
     fn pull(&mut self) -> Option<MessageSpec> {
         let mut m = self.schedule.next()?;
         if let Some(d) = self.shift {
-            m.at = m.at + d;
+            m.at += d;
         }
         Some(m)
     }

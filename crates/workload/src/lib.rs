@@ -49,6 +49,7 @@ pub mod dist;
 pub mod echo;
 mod error;
 pub mod http;
+pub mod jitter;
 pub mod profiles;
 pub mod serde_duration;
 pub mod thin;
@@ -57,6 +58,7 @@ pub mod trace;
 pub use config::{PeerBehaviour, WorkloadConfig};
 pub use error::WorkloadError;
 pub use http::{Flow, HttpClient, HttpCrossTraffic};
+pub use jitter::TimerJitter;
 pub use profiles::ProfileName;
 
 use thinstream_base::Instant;
