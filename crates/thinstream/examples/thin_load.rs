@@ -7,6 +7,11 @@
 //! cargo run --release -p thinstream --example thin_load -- --to 127.0.0.1:9899 --associations 1000
 //! ```
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a load generator on real sockets times messages with the OS clock"
+)]
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
