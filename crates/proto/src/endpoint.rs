@@ -335,19 +335,22 @@ impl Endpoint {
             }
         };
         self.now_hint = now;
-        if packet.dst_port != self.config.local_port {
-            // Another SCTP port behind the same UDP socket: not ours.
-            self.stats.packets_received += 1;
-            self.stats.bytes_received += len as u64;
-            self.discard(now, "wrong-port");
-            return;
-        }
         let id = self.route(d.src, &packet);
         if let Some(id) = id {
+            // The association checks its own ports (an association opened
+            // with `connect_with` may use another local SCTP port).
             if let Some(a) = self.assocs.get_mut(&id) {
                 a.handle_packet(now, d.src, packet, len);
             }
             self.reindex(id);
+            return;
+        }
+        if packet.dst_port != self.config.local_port {
+            // Another SCTP port behind the same UDP socket, and no
+            // association of ours uses it.
+            self.stats.packets_received += 1;
+            self.stats.bytes_received += len as u64;
+            self.discard(now, "wrong-port");
             return;
         }
         // Not for a live association: count it here.

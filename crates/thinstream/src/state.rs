@@ -7,7 +7,7 @@
 //! timeouts in and take datagrams and events out. No channel sits between
 //! them, so a send costs one lock and at most one wake-up.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 
@@ -43,7 +43,7 @@ impl Shared {
 
 pub(crate) struct State {
     pub(crate) ep: ProtoEndpoint,
-    pub(crate) slots: HashMap<AssociationId, Slot>,
+    pub(crate) slots: BTreeMap<AssociationId, Slot>,
     pub(crate) incoming: VecDeque<AssociationId>,
     pub(crate) incoming_waker: Option<Waker>,
     pub(crate) max_pending_incoming: usize,

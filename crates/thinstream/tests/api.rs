@@ -288,3 +288,52 @@ async fn send_wakes_while_the_application_does_not_read() {
     }
     assert_eq!(a.close().await, AssociationError::Closed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_associations_from_one_endpoint_to_one_peer() {
+    let server = Endpoint::bind(v4(), EndpointConfig::server()).unwrap();
+    let client = Endpoint::bind(v4(), EndpointConfig::client()).unwrap();
+    let peer = server.local_addr();
+    let srv = tokio::spawn(async move {
+        let mut got = Vec::new();
+        for _ in 0..5 {
+            let a = server.accept().await.unwrap().accept().unwrap();
+            got.push(a);
+        }
+        let mut ports = Vec::new();
+        for a in &got {
+            let m = timeout(Duration::from_secs(5), a.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            ports.push(u16::from_be_bytes([m.data[0], m.data[1]]));
+        }
+        ports.sort();
+        ports
+    });
+    let mut assocs = Vec::new();
+    for i in 0..5u16 {
+        let mut cfg = AssociationConfig::default();
+        cfg.sctp_ports(20_000 + i, 5000);
+        assocs.push(client.connect(peer, cfg));
+    }
+    let mut up = Vec::new();
+    for (i, c) in assocs.into_iter().enumerate() {
+        let a = timeout(Duration::from_secs(5), c).await.unwrap().unwrap();
+        a.send(0, (20_000 + i as u16).to_be_bytes(), SendOptions::default())
+            .await
+            .unwrap();
+        up.push(a);
+    }
+    assert_eq!(
+        srv.await.unwrap(),
+        vec![20_000, 20_001, 20_002, 20_003, 20_004]
+    );
+    // The same ports again is the same association: refused.
+    let mut dup = AssociationConfig::default();
+    dup.sctp_ports(20_000, 5000);
+    assert!(matches!(
+        client.connect(peer, dup).await,
+        Err(ConnectError::AlreadyConnected { .. })
+    ));
+}
