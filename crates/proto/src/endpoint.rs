@@ -1,7 +1,7 @@
 //! Many associations behind one local address: the listener that answers
 //! INITs statelessly (§5.1.3) and the demultiplexer of incoming packets.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
 
@@ -46,8 +46,13 @@ impl fmt::Display for AssociationId {
 /// wait for the next datagram or [`Endpoint::poll_timeout`]. A new incoming
 /// association announces itself with `(id, AppEvent::Established)`; a
 /// closed association reports `(id, AppEvent::Closed { .. })` and is
-/// removed once its events and records are drained (checked when
-/// `poll_event` or `poll_trace` run dry and on every input).
+/// removed once its last datagram, event and record are drained.
+///
+/// # Cost with many associations
+/// Every operation costs O(log n) in the number of associations plus the
+/// work of the associations it touches: the endpoint remembers which
+/// associations received an input since they were last drained (only
+/// those are polled) and keeps their timers ordered by deadline.
 pub struct Endpoint {
     config: Config,
     local: SocketAddr,
@@ -73,6 +78,17 @@ pub struct Endpoint {
     /// Where secrets come from when they must be unpredictable (see
     /// [`Endpoint::with_entropy`]); `None`: everything derives from `seed`.
     entropy: Option<Entropy>,
+    /// Associations that may have a datagram / an event / a trace record
+    /// to give: every input marks its association in all three.
+    tx_ready: BTreeSet<AssociationId>,
+    app_ready: BTreeSet<AssociationId>,
+    trace_ready: BTreeSet<AssociationId>,
+    /// Each association's next deadline, and the same ordered by time.
+    timer_at: BTreeMap<AssociationId, Instant>,
+    timers: BTreeSet<(Instant, AssociationId)>,
+    /// Associations lent out by `association_mut`: anything may have
+    /// changed; re-examined before the next operation.
+    lent: BTreeSet<AssociationId>,
 }
 
 /// A source of unpredictable bytes (the OS random source in real use). The
@@ -113,6 +129,12 @@ impl Endpoint {
             now_hint: Instant::ZERO,
             rr: AssociationId(0),
             entropy: None,
+            tx_ready: BTreeSet::new(),
+            app_ready: BTreeSet::new(),
+            trace_ready: BTreeSet::new(),
+            timer_at: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            lent: BTreeSet::new(),
         }
     }
 
@@ -189,7 +211,59 @@ impl Endpoint {
         self.assocs.get(&id)
     }
     pub fn association_mut(&mut self, id: AssociationId) -> Option<&mut Association> {
+        if self.assocs.contains_key(&id) {
+            self.lent.insert(id);
+        }
         self.assocs.get_mut(&id)
+    }
+
+    /// Association `id` received an input: it may have output, and its
+    /// timers may have moved.
+    fn touched(&mut self, id: AssociationId) {
+        if !self.assocs.contains_key(&id) {
+            return;
+        }
+        self.tx_ready.insert(id);
+        self.app_ready.insert(id);
+        self.trace_ready.insert(id);
+        self.retime(id);
+    }
+
+    /// Re-read association `id`'s deadline.
+    fn retime(&mut self, id: AssociationId) {
+        if let Some(old) = self.timer_at.remove(&id) {
+            self.timers.remove(&(old, id));
+        }
+        if let Some(t) = self.assocs.get(&id).and_then(|a| a.poll_timeout()) {
+            self.timer_at.insert(id, t);
+            self.timers.insert((t, id));
+        }
+    }
+
+    /// Treat associations lent by `association_mut` as touched.
+    fn settle(&mut self) {
+        while let Some(id) = self.lent.pop_first() {
+            self.touched(id);
+        }
+    }
+
+    /// Remove association `id` if it has ended and nothing of it is left
+    /// to drain.
+    fn maybe_reap(&mut self, id: AssociationId) {
+        let dead = self
+            .assocs
+            .get(&id)
+            .is_some_and(|a| a.is_closed() && !a.has_pending_output())
+            && !self.tx_ready.contains(&id);
+        if dead {
+            self.assocs.remove(&id);
+            self.reindex(id);
+            self.app_ready.remove(&id);
+            self.trace_ready.remove(&id);
+            if let Some(t) = self.timer_at.remove(&id) {
+                self.timers.remove(&(t, id));
+            }
+        }
     }
 
     /// Change one association's mechanisms (see
@@ -200,13 +274,16 @@ impl Endpoint {
         id: AssociationId,
         mechanisms: crate::mechanism::Mechanisms,
     ) -> bool {
-        match self.assocs.get_mut(&id) {
+        self.settle();
+        let found = match self.assocs.get_mut(&id) {
             Some(a) => {
                 a.set_mechanisms(mechanisms);
                 true
             }
             None => false,
-        }
+        };
+        self.touched(id);
+        found
     }
 
     fn alloc_id(&mut self) -> (AssociationId, Seed) {
@@ -235,8 +312,10 @@ impl Endpoint {
         let (id, seed) = self.alloc_id();
         let a =
             Association::connect_with_key(config, now, self.local, remote, seed, self.key.clone());
+        self.settle();
         self.assocs.insert(id, a);
         self.reindex(id);
+        self.touched(id);
         id
     }
 
@@ -247,10 +326,13 @@ impl Endpoint {
         id: AssociationId,
         m: Outgoing<'_>,
     ) -> Result<u64, SendError> {
-        match self.assocs.get_mut(&id) {
+        self.settle();
+        let r = match self.assocs.get_mut(&id) {
             Some(a) => a.send(now, m),
             None => Err(SendError::NotConnected),
-        }
+        };
+        self.touched(id);
+        r
     }
 
     /// Queue a message on association `id` with the options of
@@ -263,24 +345,31 @@ impl Endpoint {
         params: &SendParams,
         payload: &[u8],
     ) -> Result<u64, SendError> {
-        match self.assocs.get_mut(&id) {
+        self.settle();
+        let r = match self.assocs.get_mut(&id) {
             Some(a) => a.send_with(now, params, payload),
             None => Err(SendError::NotConnected),
-        }
+        };
+        self.touched(id);
+        r
     }
 
     /// Graceful shutdown of association `id`.
     pub fn close(&mut self, now: Instant, id: AssociationId) {
+        self.settle();
         if let Some(a) = self.assocs.get_mut(&id) {
             a.close(now);
         }
+        self.touched(id);
     }
 
     /// ABORT association `id`.
     pub fn abort(&mut self, now: Instant, id: AssociationId, reason: &str) {
+        self.settle();
         if let Some(a) = self.assocs.get_mut(&id) {
             a.abort(now, reason);
         }
+        self.touched(id);
     }
 
     fn reindex(&mut self, id: AssociationId) {
@@ -303,23 +392,9 @@ impl Endpoint {
         }
     }
 
-    /// Drop closed associations whose output has been drained.
-    fn reap(&mut self) {
-        let dead: Vec<AssociationId> = self
-            .assocs
-            .iter()
-            .filter(|(_, a)| a.is_closed() && !a.has_pending_output())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in dead {
-            self.assocs.remove(&id);
-            self.reindex(id);
-        }
-    }
-
     /// A datagram arrived on the endpoint's socket.
     pub fn handle_datagram(&mut self, now: Instant, d: Datagram) {
-        self.reap();
+        self.settle();
         let len = d.payload.len();
         let packet = match Packet::parse_bytes(&Bytes::from(d.payload)) {
             Ok(p) => p,
@@ -343,6 +418,7 @@ impl Endpoint {
                 a.handle_packet(now, d.src, packet, len);
             }
             self.reindex(id);
+            self.touched(id);
             return;
         }
         if packet.dst_port != self.config.local_port {
@@ -401,6 +477,7 @@ impl Endpoint {
                 } else {
                     self.assocs.insert(id, a);
                     self.reindex(id);
+                    self.touched(id);
                 }
             }
             _ => {
@@ -463,40 +540,54 @@ impl Endpoint {
 
     /// Fire the timers that are due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.reap();
-        for a in self.assocs.values_mut() {
-            if a.poll_timeout().is_some_and(|t| t <= now) {
+        self.settle();
+        let mut due = Vec::new();
+        while let Some(&(t, id)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            self.timer_at.remove(&id);
+            due.push(id);
+        }
+        for id in due {
+            if let Some(a) = self.assocs.get_mut(&id) {
                 a.handle_timeout(now);
             }
+            self.touched(id);
         }
     }
 
     /// The next datagram to send. Associations take turns (round robin
     /// by id) so one busy association cannot starve the others.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
+        self.settle();
         if let Some(d) = self.out.pop_front() {
             return Some(d);
         }
-        let start = self.rr;
-        let after = self.assocs.range_mut(start..);
-        let mut served = None;
-        for (id, a) in after {
-            if let Some(d) = a.poll_transmit(now) {
-                served = Some((*id, d));
-                break;
-            }
-        }
-        if served.is_none() {
-            for (id, a) in self.assocs.range_mut(..start) {
-                if let Some(d) = a.poll_transmit(now) {
-                    served = Some((*id, d));
-                    break;
+        loop {
+            let id = self
+                .tx_ready
+                .range(self.rr..)
+                .next()
+                .or_else(|| self.tx_ready.first())
+                .copied()?;
+            let d = self.assocs.get_mut(&id).and_then(|a| a.poll_transmit(now));
+            // Sending may arm a timer or leave a record or an event.
+            self.retime(id);
+            self.trace_ready.insert(id);
+            self.app_ready.insert(id);
+            match d {
+                Some(d) => {
+                    self.rr = AssociationId(id.0 + 1);
+                    return Some(d);
+                }
+                None => {
+                    self.tx_ready.remove(&id);
+                    self.maybe_reap(id);
                 }
             }
         }
-        let (id, d) = served?;
-        self.rr = AssociationId(id.0 + 1);
-        Some(d)
     }
 
     /// Start or stop answering INITs from unknown peers.
@@ -506,18 +597,17 @@ impl Endpoint {
 
     /// The earliest timer of all associations.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.assocs.values().filter_map(|a| a.poll_timeout()).min()
+        let first = self.timers.first().map(|&(t, _)| t);
+        self.lent
+            .iter()
+            .filter_map(|id| self.assocs.get(id).and_then(|a| a.poll_timeout()))
+            .chain(first)
+            .min()
     }
 
     /// The next application event of any association.
     pub fn poll_event(&mut self) -> Option<(AssociationId, AppEvent)> {
-        for (id, a) in self.assocs.iter_mut() {
-            if let Some(e) = a.poll_app() {
-                return Some((*id, e));
-            }
-        }
-        self.reap();
-        None
+        self.poll_event_unless(|_| false)
     }
 
     /// The next application event of an association `skip` does not
@@ -527,29 +617,39 @@ impl Endpoint {
         &mut self,
         mut skip: impl FnMut(AssociationId) -> bool,
     ) -> Option<(AssociationId, AppEvent)> {
-        for (id, a) in self.assocs.iter_mut() {
-            if skip(*id) {
+        self.settle();
+        let mut from = AssociationId(0);
+        loop {
+            let id = self.app_ready.range(from..).next().copied()?;
+            from = AssociationId(id.0 + 1);
+            if skip(id) {
                 continue;
             }
-            if let Some(e) = a.poll_app() {
-                return Some((*id, e));
+            match self.assocs.get_mut(&id).and_then(|a| a.poll_app()) {
+                Some(e) => return Some((id, e)),
+                None => {
+                    self.app_ready.remove(&id);
+                    self.maybe_reap(id);
+                }
             }
         }
-        self.reap();
-        None
     }
 
     /// The next trace record: `None` for endpoint-level records.
     pub fn poll_trace(&mut self) -> Option<(Option<AssociationId>, Record)> {
+        self.settle();
         if let Some(r) = self.trace.pop_front() {
             return Some((None, r));
         }
-        for (id, a) in self.assocs.iter_mut() {
-            if let Some(r) = a.poll_trace() {
-                return Some((Some(*id), r));
+        loop {
+            let id = self.trace_ready.first().copied()?;
+            match self.assocs.get_mut(&id).and_then(|a| a.poll_trace()) {
+                Some(r) => return Some((Some(id), r)),
+                None => {
+                    self.trace_ready.remove(&id);
+                    self.maybe_reap(id);
+                }
             }
         }
-        self.reap();
-        None
     }
 }
