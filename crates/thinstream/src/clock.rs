@@ -14,6 +14,7 @@ impl Clock {
         clippy::disallowed_methods,
         reason = "the library reads the OS clock; the protocol core takes time as input"
     )]
+    /// A clock whose epoch is now.
     pub fn new() -> Clock {
         Clock {
             epoch: std::time::Instant::now(),

@@ -173,6 +173,7 @@ impl EndpointConfig {
         }
     }
 
+    /// Whether the endpoint answers peers.
     pub fn accepts_incoming(&self) -> bool {
         self.accept_incoming
     }
@@ -190,6 +191,7 @@ impl EndpointConfig {
         self
     }
 
+    /// The configuration incoming associations start with.
     pub fn association_config(&self) -> &AssociationConfig {
         &self.association
     }

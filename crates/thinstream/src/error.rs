@@ -61,14 +61,19 @@ pub enum ConnectError {
         "an association with {peer} on SCTP ports {local_port} -> {remote_port} exists already"
     )]
     AlreadyConnected {
+        /// The peer's UDP address.
         peer: std::net::SocketAddr,
+        /// Our SCTP port.
         local_port: u16,
+        /// The peer's SCTP port.
         remote_port: u16,
     },
     /// An IPv4 endpoint cannot reach an IPv6 peer and vice versa.
     #[error("address family mismatch: endpoint bound to {local}, peer {peer}")]
     AddressFamily {
+        /// The endpoint's address.
         local: std::net::SocketAddr,
+        /// The peer's address.
         peer: std::net::SocketAddr,
     },
 }
@@ -81,10 +86,20 @@ pub enum SendError {
     Closed(AssociationError),
     /// The stream does not exist.
     #[error("stream {stream} does not exist: the association has {streams} outbound streams")]
-    InvalidStream { stream: u16, streams: u16 },
+    InvalidStream {
+        /// The stream asked for.
+        stream: u16,
+        /// Outbound streams the association has.
+        streams: u16,
+    },
     /// Larger than the association accepts.
     #[error("message of {bytes} bytes exceeds the limit of {max} bytes")]
-    TooLarge { bytes: usize, max: usize },
+    TooLarge {
+        /// The message's size.
+        bytes: usize,
+        /// The largest message accepted.
+        max: usize,
+    },
     /// SCTP has no empty user messages.
     #[error("empty messages cannot be sent")]
     Empty,
@@ -97,14 +112,19 @@ pub enum SendError {
 /// Errors binding an endpoint.
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
+    /// The socket could not be bound.
     #[error("cannot bind UDP socket {addr}: {source}")]
     Io {
+        /// The address asked for.
         addr: std::net::SocketAddr,
+        /// What the OS said.
         #[source]
         source: io::Error,
     },
+    /// No OS random source: tags and secrets would be predictable.
     #[error("the OS random source failed: {0}")]
     Random(String),
+    /// `Endpoint::bind` was called outside a tokio runtime.
     #[error("bind must run inside a tokio runtime")]
     NoRuntime,
 }

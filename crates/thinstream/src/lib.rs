@@ -58,6 +58,8 @@
 //! random source. [`EndpointConfig::testing_fixed_seed`] replaces it with a
 //! seed, for tests only.
 
+#![warn(missing_docs)]
+
 mod association;
 pub mod clock;
 mod config;

@@ -49,23 +49,25 @@ pub struct AssociationStats {
     pub time_thin_ms: f64,
     /// Thin/not-thin verdict changes.
     pub thin_transitions: u64,
-    /// RTT samples taken (all kinds) and of those on DATA.
+    /// RTT samples taken (DATA, HEARTBEAT-ACK, handshake).
     pub rtt_samples: u64,
+    /// Of those, samples measured on DATA.
     pub data_rtt_samples: u64,
     /// DATA chunks sent for the first time.
     pub data_chunks_new: u64,
     /// Retransmitted DATA chunks by cause.
     pub retransmissions: RetransmissionsByCause,
-    /// Redundant copies sent by bundling (RDB): chunks and payload bytes.
+    /// Redundant copies sent by bundling (RDB), chunks.
     pub redundant_chunks: u64,
+    /// Payload bytes of those copies.
     pub redundant_bytes: u64,
-    /// Retransmission timer expiries, and those postponed once to wait for
-    /// a newer packet's SACK.
+    /// Retransmission timer expiries.
     pub t3_expiries: u64,
+    /// Expiries postponed once to wait for a newer packet's SACK.
     pub t3_postponed: u64,
-    /// Messages given up on (partial reliability) and FORWARD TSN /
-    /// I-FORWARD-TSN chunks sent to tell the peer.
+    /// Messages given up on (partial reliability).
     pub abandoned_messages: u64,
+    /// FORWARD TSN / I-FORWARD-TSN chunks sent to tell the peer.
     pub forward_tsns_sent: u64,
     /// Message interleaving (RFC 8260 I-DATA) in use.
     pub interleaving: bool,
@@ -74,20 +76,27 @@ pub struct AssociationStats {
     /// TSNs the peer reported receiving twice: an upper bound on spurious
     /// retransmissions (RDB copies count too).
     pub spurious_estimate: u64,
-    /// Packets and bytes (SCTP packets, UDP payload) each way.
+    /// SCTP packets sent.
     pub packets_sent: u64,
+    /// Bytes sent (SCTP packets, the UDP payload).
     pub bytes_sent: u64,
+    /// SCTP packets received.
     pub packets_received: u64,
+    /// Bytes received.
     pub bytes_received: u64,
-    /// DATA chunks received, and of those duplicates.
+    /// DATA chunks received.
     pub data_chunks_received: u64,
+    /// Of those, duplicates.
     pub duplicate_chunks_received: u64,
-    /// User messages handed in and delivered.
+    /// User messages handed in by the application.
     pub messages_sent: u64,
+    /// User messages delivered to the application.
     pub messages_received: u64,
+    /// Payload bytes delivered to the application.
     pub bytes_delivered: u64,
-    /// SACKs each way.
+    /// SACKs sent.
     pub sacks_sent: u64,
+    /// SACKs received.
     pub sacks_received: u64,
     /// Heartbeats sent.
     pub heartbeats_sent: u64,
