@@ -116,7 +116,8 @@ async fn main() -> anyhow::Result<()> {
     // One receiver task per association: it records each echo's round
     // trip in microseconds (the sent time travels in the payload).
     let mut receivers = Vec::new();
-    for a in busy.iter().cloned() {
+    for a in busy.iter() {
+        let a = a.clone();
         receivers.push(tokio::spawn(async move {
             let mut rtts: Vec<u32> = Vec::new();
             while let Ok(m) = a.recv().await {

@@ -153,8 +153,7 @@ impl UdpIo {
                 // the datagrams one by one and stop using GSO.
                 Err(e) if transmit.segment_size.is_some() && gso_refused(&e) => {
                     self.max_gso.store(1, Ordering::Relaxed);
-                    for k in i..j {
-                        let (d, s, l) = items[k];
+                    for &(d, s, l) in &items[i..j] {
                         let single = Transmit {
                             destination: d,
                             ecn: None,
