@@ -13,12 +13,10 @@
 //! tests print SKIPPED, and with THINSTREAM_REQUIRE_INTEROP=1 (set by CI)
 //! they fail instead.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
-
-fn thinstream() -> &'static str {
-    env!("CARGO_BIN_EXE_thinstream")
-}
 
 fn pionpeer() -> PathBuf {
     match std::env::var_os("THINSTREAM_PIONPEER") {
@@ -27,57 +25,22 @@ fn pionpeer() -> PathBuf {
     }
 }
 
-/// `Some(reason)` if the interop environment is missing.
+/// `Some(reason)` if pionpeer is missing.
 fn missing_prerequisite() -> Option<String> {
     let p = pionpeer();
-    if !p.is_file() {
-        return Some(format!(
+    (!p.is_file()).then(|| {
+        format!(
             "{} not found (scripts/setup builds it when `go` is installed; or set THINSTREAM_PIONPEER)",
             p.display()
-        ));
-    }
-    let ok = Command::new("unshare")
-        .args(["-n", "true"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        return Some("cannot create a network namespace (`unshare -n` needs root)".into());
-    }
-    None
+        )
+    })
 }
 
-/// Runs `script` with bash inside a fresh network namespace whose only
-/// interface is `lo`, with `$TS` (our CLI) and `$P` (pionpeer) set.
-/// Returns stdout+stderr; panics with them on failure.
+/// Runs `script` in a private network namespace with `$TS` (our CLI) and
+/// `$P` (pionpeer) set.
 fn in_netns(name: &str, script: &str) -> Option<String> {
-    if let Some(why) = missing_prerequisite() {
-        if std::env::var("THINSTREAM_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("interop prerequisite missing: {why}");
-        }
-        eprintln!("SKIPPED {name}: {why}");
-        return None;
-    }
-    let full = format!(
-        "set -u\nip link set lo up\nTS={ts}\nP={p}\n{script}",
-        ts = thinstream(),
-        p = pionpeer().display()
-    );
-    let out = Command::new("timeout")
-        .args(["120", "unshare", "-n", "bash", "-c", &full])
-        .output()
-        .expect("running unshare");
-    let text = format!(
-        "{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{name} failed ({}):\n{text}",
-        out.status
-    );
-    Some(text)
+    let prelude = format!("P={}", pionpeer().display());
+    common::in_netns(name, missing_prerequisite(), &prelude, script)
 }
 
 fn read_json(path: &std::path::Path, context: &str) -> serde_json::Value {
@@ -151,10 +114,13 @@ fn send_to_pion_echo(name: &str, load: Load, preset: &str, capture: bool) {
     let (cap_start, cap_stop) = if capture {
         (
             format!(
-                "tcpdump -i lo -U -w {} udp > /dev/null 2>&1 &\nCAP=$!\nsleep 0.5",
-                pcap.display()
+                // Wait until tcpdump has written its file header (it is
+                // capturing), however loaded the machine is.
+                "tcpdump -i lo -U -w {p} udp > /dev/null 2>&1 &\nCAP=$!\n\
+                 for i in $(seq 100); do [ -s {p} ] && break; sleep 0.05; done\nsleep 0.2",
+                p = pcap.display()
             ),
-            "sleep 0.3; kill $CAP; wait $CAP 2>/dev/null".to_string(),
+            "sleep 1; kill $CAP; wait $CAP 2>/dev/null".to_string(),
         )
     } else {
         (String::new(), String::new())
@@ -442,13 +408,5 @@ true
 }
 
 fn tempdir() -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "thinstream-pion-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tempdir("pion")
 }

@@ -8,62 +8,27 @@
 //! the usrsctp examples; without them the tests print SKIPPED, and with
 //! THINSTREAM_REQUIRE_INTEROP=1 (set by CI) they fail instead.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 const USRSCTP: &str = "/usr/lib/usrsctp";
 
-fn thinstream() -> &'static str {
-    env!("CARGO_BIN_EXE_thinstream")
-}
-
-/// `Some(reason)` if the interop environment is missing.
+/// `Some(reason)` if usrsctp's example programs are missing.
 fn missing_prerequisite() -> Option<String> {
-    if !Path::new(USRSCTP).join("echo_server").exists() {
-        return Some(format!(
-            "{USRSCTP}/echo_server not found (apt-get install libusrsctp-examples)"
-        ));
-    }
-    let ok = Command::new("unshare")
-        .args(["-n", "true"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        return Some("cannot create a network namespace (`unshare -n` needs root)".into());
-    }
-    None
+    (!Path::new(USRSCTP).join("echo_server").exists())
+        .then(|| format!("{USRSCTP}/echo_server not found (apt-get install libusrsctp-examples)"))
 }
 
-/// Runs `script` with bash inside a fresh network namespace whose only
-/// interface is `lo`. Returns stdout+stderr; panics with them on failure.
+/// Runs `script` in a private network namespace with `$TS` and `$U` set.
 fn in_netns(name: &str, script: &str) -> Option<String> {
-    if let Some(why) = missing_prerequisite() {
-        if std::env::var("THINSTREAM_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("interop prerequisite missing: {why}");
-        }
-        eprintln!("SKIPPED {name}: {why}");
-        return None;
-    }
-    let full = format!(
-        "set -u\nip link set lo up\nTS={ts}\nU={USRSCTP}\n{script}",
-        ts = thinstream()
-    );
-    let out = Command::new("timeout")
-        .args(["120", "unshare", "-n", "bash", "-c", &full])
-        .output()
-        .expect("running unshare");
-    let text = format!(
-        "{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{name} failed ({}):\n{text}",
-        out.status
-    );
-    Some(text)
+    common::in_netns(
+        name,
+        missing_prerequisite(),
+        &format!("U={USRSCTP}"),
+        script,
+    )
 }
 
 fn json_field(text: &str, key: &str) -> serde_json::Value {
@@ -397,13 +362,5 @@ true
 }
 
 fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "thinstream-interop-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tempdir("interop")
 }
