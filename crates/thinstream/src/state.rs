@@ -141,8 +141,10 @@ impl Slot {
 }
 
 impl State {
-    /// Route the protocol core's application events to the slots.
-    pub(crate) fn drain_events(&mut self, now: Instant) {
+    /// Route the protocol core's application events to the slots. Returns
+    /// whether an application task waiting to receive or to send was woken.
+    pub(crate) fn drain_events(&mut self, now: Instant) -> bool {
+        let mut woke = false;
         let mut new_incoming = Vec::new();
         let recv_default = self.recv_queue_default;
         let State { ep, slots, .. } = self;
@@ -175,11 +177,13 @@ impl State {
                     });
                     if let Some(w) = slot.recv_waker.take() {
                         w.wake();
+                        woke = true;
                     }
                 }
                 AppEvent::Writable => {
                     for w in slot.send_wakers.drain(..) {
                         w.wake();
+                        woke = true;
                     }
                 }
                 AppEvent::Closed { error } => {
@@ -210,6 +214,7 @@ impl State {
                 if a.buffered_send_bytes() < a.config().send_buffer {
                     for w in slot.send_wakers.drain(..) {
                         w.wake();
+                        woke = true;
                     }
                 }
             }
@@ -254,6 +259,7 @@ impl State {
                 w.wake();
             }
         }
+        woke
     }
 
     /// The endpoint task ended: fail every waiter.
