@@ -159,6 +159,9 @@ struct Report {
     /// Echoed messages sent after an abandoned message of the same ordered
     /// stream: the peer skipped the hole (FORWARD TSN) and went on.
     echoed_after_abandoned: u64,
+    /// Times the peer restarted the association (RFC 9260 §5.2.4: its
+    /// earlier state, and data in flight to it, are gone).
+    peer_restarts: u64,
     /// Retransmissions the peer reported as duplicates (an estimate of the
     /// spurious ones).
     spurious_estimate: Option<u64>,
@@ -254,16 +257,10 @@ fn print_report(r: &Report) {
             None => String::new(),
         }
     );
-    if r.abandoned > 0 || r.interleaving {
+    if r.abandoned > 0 || r.forward_tsns_sent > 0 {
         println!(
-            "abandoned {} messages (FORWARD TSNs sent: {}); I-DATA {}",
-            r.abandoned,
-            r.forward_tsns_sent,
-            if r.interleaving {
-                "in use"
-            } else {
-                "not in use"
-            }
+            "abandoned {} messages (FORWARD TSNs sent: {})",
+            r.abandoned, r.forward_tsns_sent
         );
     }
     if r.lost.saturating_sub(r.abandoned) + r.corrupted + r.out_of_order > 0 {
@@ -289,8 +286,14 @@ fn print_report(r: &Report) {
         );
     }
     println!(
-        "retransmissions {}, elapsed {:.3}s",
-        r.retransmissions, r.elapsed_s
+        "retransmissions {}, elapsed {:.3}s{}",
+        r.retransmissions,
+        r.elapsed_s,
+        if r.interleaving {
+            ", message interleaving (I-DATA) in use"
+        } else {
+            ""
+        }
     );
 }
 
@@ -309,7 +312,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     ep_config.segmentation_offload(!args.no_gso);
     let endpoint = Endpoint::bind(bind, ep_config)?;
     let seed = Seed(args.seed.unwrap_or_else(seed_from_clock));
-    let mut sizes = seed.derive("cli.send.sizes").rng();
+    let sizes = seed.derive("cli.send.sizes").rng();
     let mut transport = args.preset.clone();
     transport.local_port = args.local_sctp_port;
     transport.remote_port = args.sctp_port;
@@ -351,9 +354,40 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         }
     };
 
-    if args.bulk {
-        return run_bulk(args, a, report).await;
-    }
+    // Count peer restarts as they happen (reported, and announced on
+    // stderr: messages in flight at the restart are lost to the old peer).
+    let restarts = {
+        let events = a.clone();
+        let quiet = args.quiet;
+        tokio::spawn(async move {
+            let mut n = 0u64;
+            while let Some(e) = events.event().await {
+                if e == thinstream::Event::PeerRestarted {
+                    n += 1;
+                    if !quiet {
+                        eprintln!("the peer restarted the association");
+                    }
+                }
+            }
+            n
+        })
+    };
+    let mut report = if args.bulk {
+        run_bulk(args, a, report).await?
+    } else {
+        run_paced(args, a, report, sizes).await?
+    };
+    report.peer_restarts = restarts.await.unwrap_or(0);
+    Ok(report)
+}
+
+/// Messages at the given interval, with echo checks and latency analysis.
+async fn run_paced(
+    args: &Args,
+    a: thinstream::Association,
+    mut report: Report,
+    mut sizes: thinstream_base::Rng,
+) -> anyhow::Result<Report> {
     let start = std::time::Instant::now();
     let linger = args.linger.to_std();
     // Outstanding echoes by content, oldest first; per-stream order check.
