@@ -63,6 +63,7 @@
 mod association;
 pub mod clock;
 mod config;
+pub mod emulate;
 mod endpoint;
 mod error;
 mod state;
