@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod emulate;
 mod listen;
 mod mechanisms;
 mod reproduce;
@@ -29,6 +30,22 @@ enum Command {
     Run(run::Args),
     /// Reproduce the documents' experiments in the simulator and write a report.
     Reproduce(reproduce::Args),
+    /// Relay UDP through emulated links in real time (delay, loss, rate, ...).
+    ///
+    /// The first datagram from a source other than --to defines the client (one
+    /// client per emulator: the server sees the emulator's --listen address as
+    /// its peer, so replies could not be told apart; datagrams from any other
+    /// address are counted and discarded). Client datagrams pass the --forward
+    /// link to --to; datagrams from --to pass the --reverse link back to the
+    /// client. Links use the scenario files' netem-like words, e.g.
+    /// "delay 50ms 5ms loss 5%", "loss gemodel 1% 10% 70% 0.1%",
+    /// "rate 2mbit limit 50", "reorder 1% gap 5", "duplicate 1%",
+    /// "outage 10s 2s", "loss-trace 0010... repeat".
+    ///
+    /// Statistics (per direction: packets in/out, drops by cause, release
+    /// timing error p50/p99/max) are printed on exit: Ctrl-C, --duration, or
+    /// --count.
+    Emulate(emulate::Args),
     /// List the SCTP mechanisms and presets (or expand one preset string).
     Mechanisms(mechanisms::Args),
 }
@@ -41,6 +58,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::main(args),
         Command::Reproduce(args) => reproduce::main(args),
         Command::Mechanisms(args) => mechanisms::main(args),
+        Command::Emulate(args) => emulate::main(args),
     };
     match result {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 
 mod config;
 mod error;
+mod held;
 mod link;
 mod netem;
 pub mod stage;
@@ -13,6 +14,7 @@ pub use config::{
     Reorder, PRESET_NAMES,
 };
 pub use error::LinkConfigError;
+pub use held::{HeldLink, HoldLimit};
 pub use link::{DropPredicate, Link, SendReport};
 pub use stats::{Counter, DropCause, DropCounters, LinkStats};
 

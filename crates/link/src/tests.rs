@@ -54,7 +54,7 @@ fn assert_balanced(s: &LinkStats) {
     );
 }
 
-// A link can move to another thread (the real-time emulator runs one per
+// A link can move to another thread (the real-time emulator holds one per
 // direction) and keeps the config it was built from.
 #[test]
 fn link_is_send_and_keeps_its_config() {

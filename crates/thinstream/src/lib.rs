@@ -23,6 +23,8 @@
 //! - [`AssociationConfig`]: SCTP parameters and the thin-stream mechanisms.
 //!   The default is the **production preset**; the presets that reproduce
 //!   the research documents' kernels are available by name.
+//! - [`emulate`]: the real-time UDP link emulator behind `thinstream
+//!   emulate` (the simulator's link model, `thinstream-link`, in real time).
 //!
 //! ## Example
 //!
@@ -63,6 +65,7 @@
 mod association;
 pub mod clock;
 mod config;
+pub mod emulate;
 mod endpoint;
 mod error;
 mod state;

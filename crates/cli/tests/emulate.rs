@@ -1,0 +1,360 @@
+//! `thinstream emulate` on 127.0.0.1 (real sockets, real time): added delay
+//! measured by the test, loss counted by the test against the emulator's
+//! JSON, and a thin stream with loss each way delivered once and in order.
+//! Every socket is bound to 127.0.0.1; every loop is bounded in count and
+//! time.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a real-time test measures with the OS clock"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The tests measure real time: one at a time, so they do not load the
+/// machine for each other.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn thinstream() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_thinstream"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("thinstream-emulate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A running emulator; killed on drop if the test did not wait for it.
+struct Emu {
+    child: Child,
+    addr: SocketAddr,
+    json: PathBuf,
+}
+
+impl Drop for Emu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Emu {
+    fn start(to: SocketAddr, args: &[&str], json: &str) -> Emu {
+        let json = scratch(json);
+        let _ = std::fs::remove_file(&json);
+        let mut child = thinstream()
+            .args([
+                "emulate",
+                "--listen",
+                "127.0.0.1:0",
+                "--to",
+                &to.to_string(),
+            ])
+            .args(["-q", "--json"])
+            .arg(&json)
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("emulator starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "emulate: listening on ADDR -> TO"
+        let addr = line
+            .split_whitespace()
+            .nth(3)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Emu { child, addr, json }
+    }
+
+    /// Waits (bounded) for the emulator to exit by itself, returns its JSON.
+    fn finish(mut self, within: Duration) -> serde_json::Value {
+        let t0 = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "emulator failed: {status}");
+                break;
+            }
+            assert!(
+                t0.elapsed() < within,
+                "emulator did not stop within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        serde_json::from_str(&std::fs::read_to_string(&self.json).unwrap()).unwrap()
+    }
+
+    /// Ctrl-C, then the JSON.
+    fn interrupt(self) -> serde_json::Value {
+        let ok = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -INT");
+        self.finish(Duration::from_secs(10))
+    }
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Sends `n` datagrams (sequence number, send time in ns since `base`)
+/// from a fresh socket to `to`, `per_ms` per millisecond.
+fn send_numbered(to: SocketAddr, n: u64, per_ms: u64, base: Instant) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let t0 = Instant::now();
+    for i in 0..n {
+        // Pace: datagram i leaves at t0 + i/per_ms ms.
+        let due = t0 + Duration::from_micros(i * 1000 / per_ms);
+        while Instant::now() < due {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        let mut p = [0u8; 64];
+        p[..8].copy_from_slice(&i.to_be_bytes());
+        let sent = base.elapsed().as_nanos() as u64;
+        p[8..16].copy_from_slice(&sent.to_be_bytes());
+        s.send_to(&p, to).unwrap();
+    }
+}
+
+/// Receives until `n` datagrams came or nothing came for `idle`:
+/// (sequence number, one-way delay) per datagram.
+fn receive(sink: &UdpSocket, n: u64, idle: Duration, base: Instant) -> Vec<(u64, Duration)> {
+    sink.set_read_timeout(Some(idle)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    while (got.len() as u64) < n {
+        let Ok((len, _)) = sink.recv_from(&mut buf) else {
+            break;
+        };
+        let now = base.elapsed().as_nanos() as u64;
+        assert_eq!(len, 64);
+        let seq = u64::from_be_bytes(buf[..8].try_into().unwrap());
+        let sent = u64::from_be_bytes(buf[8..16].try_into().unwrap());
+        got.push((seq, Duration::from_nanos(now.saturating_sub(sent))));
+    }
+    got
+}
+
+#[test]
+fn added_delay_is_accurate() {
+    let _serial = serial();
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let emu = Emu::start(
+        sink.local_addr().unwrap(),
+        &[
+            "--forward",
+            "delay 20ms",
+            "--count",
+            "2000",
+            "--duration",
+            "60s",
+        ],
+        "delay.json",
+    );
+    let base = Instant::now();
+    let to = emu.addr;
+    // 2000 datagrams at 4 per ms.
+    let sender = std::thread::spawn(move || send_numbered(to, 2000, 4, base));
+    let got = receive(&sink, 2000, Duration::from_secs(3), base);
+    sender.join().unwrap();
+    let report = emu.finish(Duration::from_secs(10));
+    assert_eq!(got.len(), 2000, "every datagram arrives");
+    let mut seqs: Vec<u64> = got.iter().map(|g| g.0).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    assert_eq!(seqs.len(), 2000, "each once");
+    let mut d: Vec<Duration> = got.iter().map(|g| g.1).collect();
+    d.sort_unstable();
+    let (min, p50, p99, max) = (d[0], d[1000], d[1979], d[1999]);
+    eprintln!("one-way delay through delay 20ms: min {min:?} p50 {p50:?} p99 {p99:?} max {max:?}");
+    // Never early: the emulator stamps a datagram after it was sent.
+    assert!(min >= Duration::from_millis(20), "min {min:?}");
+    assert!(p50 <= Duration::from_micros(21_000), "p50 {p50:?}");
+    assert!(p99 <= Duration::from_millis(25), "p99 {p99:?}");
+    let f = &report["forward"];
+    assert_eq!(u(&f["received"]["packets"]), 2000);
+    assert_eq!(u(&f["sent"]["packets"]), 2000);
+    assert_eq!(u(&f["release_error"]["count"]), 2000);
+    let p99_us = f["release_error"]["p99_us"].as_f64().unwrap();
+    eprintln!("emulator release error: {}", f["release_error"]);
+    assert!(p99_us < 4000.0, "release error p99 {p99_us} us");
+    assert_eq!(report["stopped_by"], "count");
+}
+
+/// One run of 5000 datagrams through `loss 10%` with seed 42: the sequence
+/// numbers that arrived, and the emulator's report.
+fn lossy_run(name: &str) -> (Vec<u64>, serde_json::Value) {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let emu = Emu::start(
+        sink.local_addr().unwrap(),
+        &[
+            "--forward",
+            "delay 1ms loss 10%",
+            "--seed",
+            "42",
+            "--count",
+            "5000",
+            "--duration",
+            "60s",
+        ],
+        name,
+    );
+    let base = Instant::now();
+    let to = emu.addr;
+    let sender = std::thread::spawn(move || send_numbered(to, 5000, 10, base));
+    let got = receive(&sink, 5000, Duration::from_secs(2), base);
+    sender.join().unwrap();
+    let report = emu.finish(Duration::from_secs(10));
+    let mut seqs: Vec<u64> = got.iter().map(|g| g.0).collect();
+    seqs.sort_unstable();
+    (seqs, report)
+}
+
+#[test]
+fn loss_matches_the_seed_and_the_statistics() {
+    let _serial = serial();
+    let (seqs, report) = lossy_run("loss-a.json");
+    let mut unique = seqs.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), seqs.len(), "no duplicates");
+    let received = seqs.len() as u64;
+    let lost = 5000 - received;
+    let fraction = lost as f64 / 5000.0;
+    eprintln!("loss 10%: {lost} of 5000 lost ({:.2} %)", fraction * 100.0);
+    assert!(
+        (0.07..=0.13).contains(&fraction),
+        "lost fraction {fraction}"
+    );
+    let f = &report["forward"];
+    assert_eq!(u(&f["received"]["packets"]), 5000, "the emulator read all");
+    assert_eq!(u(&f["link_stats"]["drops"]["loss_model"]["packets"]), lost);
+    assert_eq!(u(&f["sent"]["packets"]), received);
+    assert_eq!(u(&f["link_stats"]["delivered"]["packets"]), received);
+    assert_eq!(u(&f["hold_overflow"]["packets"]), 0);
+    // The same seed drops the same datagrams (loss depends on the offer
+    // order only, not on timing).
+    let (again, _) = lossy_run("loss-b.json");
+    assert_eq!(seqs, again, "same seed, same losses");
+}
+
+#[test]
+fn thin_stream_with_loss_each_way_delivers_everything_once_in_order() {
+    let _serial = serial();
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut listener = thinstream()
+        .args(["listen", "--bind", &listen_addr.to_string(), "--echo"])
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("listener starts");
+    std::thread::sleep(Duration::from_millis(300));
+    let emu = Emu::start(
+        listen_addr,
+        &[
+            "--forward",
+            "delay 10ms loss 5%",
+            "--reverse",
+            "delay 10ms loss 5%",
+            "--seed",
+            "3",
+            "--duration",
+            "120s",
+        ],
+        "thin.json",
+    );
+    let send_json = scratch("thin-send.json");
+    let out = thinstream()
+        .args(["send", "--to", &emu.addr.to_string(), "--quiet", "--json"])
+        .arg(&send_json)
+        .args([
+            "--count",
+            "200",
+            "--interval",
+            "10ms",
+            "--expect-echo",
+            "--seed",
+            "1",
+        ])
+        .output()
+        .expect("send runs");
+    let report = emu.interrupt();
+    let _ = listener.kill();
+    let _ = listener.wait();
+    assert!(
+        out.status.success(),
+        "send failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&send_json).unwrap()).unwrap();
+    eprintln!(
+        "send: {}",
+        serde_json::json!({"echoed": s["echoed"], "lost": s["lost"], "retransmissions": s["retransmissions"], "latency_ms": s["latency_ms"]})
+    );
+    assert_eq!(u(&s["messages"]), 200);
+    assert_eq!(u(&s["echoed"]), 200, "every message echoed");
+    assert_eq!(u(&s["lost"]), 0);
+    assert_eq!(u(&s["out_of_order"]), 0);
+    assert_eq!(u(&s["corrupted"]), 0);
+    assert!(s["association_error"].is_null());
+    // The loss really happened on the way.
+    let drops = |d: &str| u(&report[d]["link_stats"]["drops"]["loss_model"]["packets"]);
+    eprintln!(
+        "emulator drops: forward {} reverse {}",
+        drops("forward"),
+        drops("reverse")
+    );
+    assert!(drops("forward") > 0 && drops("reverse") > 0);
+    assert_eq!(report["stopped_by"], "signal");
+    // Round trips include the 20 ms of emulated delay (on bare loopback
+    // they take well under 1 ms). `send` stamps a message when its send
+    // call returns, which can be a little after the datagram left, hence
+    // the margin.
+    assert!(s["latency_ms"]["min"].as_f64().unwrap() >= 15.0);
+}
+
+#[test]
+fn refuses_non_loopback_addresses() {
+    let out = thinstream()
+        .args([
+            "emulate",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            "192.0.2.1:9899",
+        ])
+        .args(["--duration", "1s"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not loopback"), "{err}");
+    let out = thinstream()
+        .args(["emulate", "--listen", "0.0.0.0:0", "--to", "127.0.0.1:9899"])
+        .args(["--duration", "1s"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
