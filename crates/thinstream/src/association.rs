@@ -123,6 +123,7 @@ impl Drop for Handle {
         if last {
             st.ep.close(now, self.id);
         }
+        st.slots_dirty = true;
         drop(st);
         self.shared.wake.notify_one();
     }
@@ -205,6 +206,7 @@ impl Association {
                     if let Some(slot) = st.slots.get_mut(&id) {
                         slot.send_wakers.push(cx.waker().clone());
                     }
+                    st.senders_waiting.insert(id);
                     Poll::Pending
                 }
                 Err(e) => Poll::Ready(Err(convert_send_error(e, slot_closed(&st, id)))),

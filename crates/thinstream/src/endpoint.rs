@@ -103,6 +103,8 @@ impl Endpoint {
                 gone: None,
                 idle_wakers: Vec::new(),
                 tracing: config.association.transport.trace,
+                senders_waiting: Default::default(),
+                slots_dirty: false,
             }),
             wake: tokio::sync::Notify::new(),
             clock: Clock::new(),
@@ -219,6 +221,7 @@ impl Endpoint {
                 s.handles = s.handles.saturating_sub(1);
             }
         }
+        st.slots_dirty = true;
         if let Some(w) = st.incoming_waker.take() {
             w.wake();
         }
@@ -299,6 +302,7 @@ fn refuse(shared: &Arc<Shared>, id: AssociationId, reason: &str) {
     let mut st = shared.lock();
     let now = shared.clock.now();
     st.ep.abort(now, id, reason);
+    st.slots_dirty = true;
     if let Some(s) = st.slots.get_mut(&id) {
         s.handles = s.handles.saturating_sub(1);
         s.recv.clear();

@@ -7,7 +7,7 @@
 //! timeouts in and take datagrams and events out. No channel sits between
 //! them, so a send costs one lock and at most one wake-up.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 
@@ -55,6 +55,10 @@ pub(crate) struct State {
     pub(crate) idle_wakers: Vec<Waker>,
     /// Some association records a trace: drain the core's trace queue.
     pub(crate) tracing: bool,
+    /// Associations with a `send` waiting for buffer space.
+    pub(crate) senders_waiting: BTreeSet<AssociationId>,
+    /// A slot may have become forgettable (closed, last handle gone).
+    pub(crate) slots_dirty: bool,
 }
 
 /// Most trace records kept per association for an application that does
@@ -147,7 +151,12 @@ impl State {
         let mut woke = false;
         let mut new_incoming = Vec::new();
         let recv_default = self.recv_queue_default;
-        let State { ep, slots, .. } = self;
+        let State {
+            ep,
+            slots,
+            slots_dirty,
+            ..
+        } = self;
         while let Some((id, ev)) =
             ep.poll_event_unless(|id| slots.get(&id).is_some_and(|s| s.paused()))
         {
@@ -191,6 +200,7 @@ impl State {
                         slot.final_stats = Some(AssociationStats::read(a, now));
                     }
                     let why = AssociationError::from_close(error);
+                    *slots_dirty = true;
                     slot.push_event(Event::Closed(why.clone()));
                     slot.closed = Some(why);
                     slot.wake_all();
@@ -202,20 +212,27 @@ impl State {
         // send waiting for buffer space must not depend on the application
         // reading (an echo server blocked in `send` while its peer keeps
         // sending would never wake): let it retry while there is room.
-        #[allow(
-            clippy::iter_over_hash_type,
-            reason = "the order of wake-ups decides nothing"
-        )]
-        for (id, slot) in slots.iter_mut() {
-            if slot.send_wakers.is_empty() || !slot.paused() {
+        let waiting: Vec<AssociationId> = self.senders_waiting.iter().copied().collect();
+        for id in waiting {
+            let Some(slot) = self.slots.get_mut(&id) else {
+                self.senders_waiting.remove(&id);
+                continue;
+            };
+            if slot.send_wakers.is_empty() {
+                self.senders_waiting.remove(&id);
                 continue;
             }
-            if let Some(a) = ep.association(*id) {
+            if !slot.paused() {
+                // `Writable` will come through the core's events.
+                continue;
+            }
+            if let Some(a) = self.ep.association(id) {
                 if a.buffered_send_bytes() < a.config().send_buffer {
                     for w in slot.send_wakers.drain(..) {
                         w.wake();
                         woke = true;
                     }
+                    self.senders_waiting.remove(&id);
                 }
             }
         }
@@ -252,8 +269,10 @@ impl State {
             }
         }
         // Forget ended associations nobody holds any more.
-        self.slots
-            .retain(|_, s| !(s.closed.is_some() && s.handles == 0));
+        if std::mem::take(&mut self.slots_dirty) {
+            self.slots
+                .retain(|_, s| !(s.closed.is_some() && s.handles == 0));
+        }
         if self.ep.associations().next().is_none() && self.slots.is_empty() {
             for w in self.idle_wakers.drain(..) {
                 w.wake();
