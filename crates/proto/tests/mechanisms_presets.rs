@@ -14,7 +14,9 @@ fn every_catalogue_entry_parses() {
             TokenKind::Switch => format!("linux+{}", e.token),
             TokenKind::Parameter => {
                 let name = e.token.split('=').next().unwrap();
-                format!("rfc+{name}=200")
+                // RTO.Max may not fall below `rfc`'s RTO.Min of 1 s.
+                let v = if name == "rto-max" { 2000 } else { 200 };
+                format!("rfc+{name}={v}")
             }
         };
         Config::from_preset(&spec).unwrap_or_else(|err| panic!("{spec}: {err}"));

@@ -278,6 +278,22 @@ impl Config {
         for word in words {
             apply_token(&mut c, word).map_err(err)?;
         }
+        // RFC 9260 §6.3.1: the RTO lies between RTO.Min and RTO.Max; an
+        // RTO.Min above RTO.Max, or a start outside them, has no meaning.
+        if c.rto_min > c.rto_max {
+            return Err(err(format!(
+                "rto-min ({} ms) is above rto-max ({} ms)",
+                c.rto_min.as_millis(),
+                c.rto_max.as_millis()
+            )));
+        }
+        if c.rto_initial > c.rto_max {
+            return Err(err(format!(
+                "rto-initial ({} ms) is above rto-max ({} ms)",
+                c.rto_initial.as_millis(),
+                c.rto_max.as_millis()
+            )));
+        }
         Ok(c)
     }
 }
@@ -375,7 +391,9 @@ fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
                         ..c.delayed_sack
                     };
                 }
-                "rto-min" => c.rto_min = Duration::from_millis(n),
+                // A zero floor lets the RTO shrink to the clock's
+                // granularity: every delayed SACK becomes a timeout.
+                "rto-min" => c.rto_min = Duration::from_millis(positive(n)?.into()),
                 "rto-initial" => c.rto_initial = Duration::from_millis(positive(n)?.into()),
                 "rto-max" => c.rto_max = Duration::from_millis(positive(n)?.into()),
                 "rttvar-min" => m.rttvar_min = Duration::from_millis(n),
@@ -400,6 +418,20 @@ fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timer_bounds_are_checked() {
+        for bad in [
+            "rfc+rto-min=0",
+            "rfc+rto-min=70000",
+            "rfc+rto-initial=90000",
+            "linux+rto-max=500",
+        ] {
+            let e = Config::from_preset(bad).expect_err(bad);
+            assert!(e.reason.contains("rto-"), "{bad}: {}", e.reason);
+        }
+        assert!(Config::from_preset("linux+rto-min=200+rto-max=60000").is_ok());
+    }
 
     #[test]
     fn catalogue_tokens_are_unique() {
