@@ -168,8 +168,9 @@ pub const MODEL_CURVE_LOSS: [f64; 11] = [
 
 /// The prediction for an echo scenario on a two-host path with Bernoulli
 /// loss: `HolParams::testbed_001(p)` (001's δ) with the scenario's RTT,
-/// the variant's RTO floor as `RTO` (001 §III.B: the RTO is at its minimum
-/// on such a path) and the workload's total message rate. `None` when the
+/// the variant's RTO floor as `RTO` for SCTP (001 §III.B: the RTO is at its
+/// minimum on such a path), RTT + the floor for TCP (001 §IV.C), and the
+/// workload's total message rate. `None` when the
 /// scenario does not fit the model (no echo flow, not two-host, no
 /// Bernoulli loss, a non-exponential workload).
 pub fn predict(
@@ -209,11 +210,14 @@ pub fn predict(
             },
             c.rto_min,
         ),
+        // Linux TCP's RTO on a steady path is the RTT plus its 200 ms
+        // floor on the variance term, which 001 §IV.C states as
+        // "RTO = RTT + 200 ms"; lksctp's RTO sits at its floor instead.
         TransportConfig::Tcp(c) => (
             Scheme::TcpConnections {
                 connections: u32::from((*streams).max(1)),
             },
-            c.rto_min,
+            rtt.saturating_add(c.rto_min),
         ),
     };
     let mut params = HolParams::testbed_001(p);
