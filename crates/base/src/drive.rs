@@ -1,5 +1,5 @@
 //! The drive contract shared by the SCTP association (`proto`), the TCP model
-//! (`tcp`), the simulator (`sim`) and the socket driver (`net`).
+//! (`tcp`), the simulator (`sim`) and the `thinstream` crate's endpoint task.
 //!
 //! A [`Transport`] is one end of one connection. It never reads a clock or a
 //! socket. The driver's loop is the same everywhere:

@@ -501,7 +501,7 @@ impl Simulation {
     /// `endpoint`'s transport (or its app has run): drain transmits, app
     /// events (the app may send, which is new input, so drain again) and
     /// trace records until a round produces nothing, then reschedule the
-    /// endpoint's timers. The socket driver in `net` runs the same loop.
+    /// endpoint's timers. The endpoint task of the `thinstream` crate runs the same loop.
     fn drive(&mut self, id: EndpointId, now: Instant) {
         let mut tx = std::mem::take(&mut self.tx_buf);
         let mut rounds = 0u32;
