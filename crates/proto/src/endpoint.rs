@@ -224,17 +224,35 @@ impl Endpoint {
             return;
         }
         self.tx_ready.insert(id);
-        self.app_ready.insert(id);
-        self.trace_ready.insert(id);
+        self.note_output(id);
+    }
+
+    /// Index what association `id` has for the application and the trace,
+    /// and its deadline (sets change only when something is there, so the
+    /// common path allocates nothing).
+    fn note_output(&mut self, id: AssociationId) {
+        let Some(a) = self.assocs.get(&id) else {
+            return;
+        };
+        if a.has_app_events() {
+            self.app_ready.insert(id);
+        }
+        if a.has_trace_records() {
+            self.trace_ready.insert(id);
+        }
         self.retime(id);
     }
 
     /// Re-read association `id`'s deadline.
     fn retime(&mut self, id: AssociationId) {
+        let new = self.assocs.get(&id).and_then(|a| a.poll_timeout());
+        if self.timer_at.get(&id).copied() == new {
+            return;
+        }
         if let Some(old) = self.timer_at.remove(&id) {
             self.timers.remove(&(old, id));
         }
-        if let Some(t) = self.assocs.get(&id).and_then(|a| a.poll_timeout()) {
+        if let Some(t) = new {
             self.timer_at.insert(id, t);
             self.timers.insert((t, id));
         }
@@ -394,9 +412,27 @@ impl Endpoint {
 
     /// A datagram arrived on the endpoint's socket.
     pub fn handle_datagram(&mut self, now: Instant, d: Datagram) {
-        self.settle();
         let len = d.payload.len();
-        let packet = match Packet::parse_bytes(&Bytes::from(d.payload)) {
+        let parsed = Packet::parse_bytes(&Bytes::from(d.payload));
+        self.handle_parsed(now, d.src, parsed, len);
+    }
+
+    /// A datagram arrived from `src`, in a buffer the caller keeps: what
+    /// the endpoint stores of it (message payloads) is copied, the rest is
+    /// only read, so an I/O layer can receive into buffers it reuses.
+    pub fn handle_slice(&mut self, now: Instant, src: SocketAddr, payload: &[u8]) {
+        self.handle_parsed(now, src, Packet::parse(payload), payload.len());
+    }
+
+    fn handle_parsed(
+        &mut self,
+        now: Instant,
+        src: SocketAddr,
+        parsed: Result<Packet, crate::wire::WireError>,
+        len: usize,
+    ) {
+        self.settle();
+        let packet = match parsed {
             Ok(p) => p,
             Err(_) => {
                 self.stats.malformed_packets += 1;
@@ -410,12 +446,12 @@ impl Endpoint {
             }
         };
         self.now_hint = now;
-        let id = self.route(d.src, &packet);
+        let id = self.route(src, &packet);
         if let Some(id) = id {
             // The association checks its own ports (an association opened
             // with `connect_with` may use another local SCTP port).
             if let Some(a) = self.assocs.get_mut(&id) {
-                a.handle_packet(now, d.src, packet, len);
+                a.handle_packet(now, src, packet, len);
             }
             self.reindex(id);
             self.touched(id);
@@ -448,10 +484,10 @@ impl Endpoint {
                     &self.key,
                     &mut self.rng,
                     now,
-                    d.src,
+                    src,
                     &packet,
                 ) {
-                    Some(p) => self.push_out(d.src, &p),
+                    Some(p) => self.push_out(src, &p),
                     None => self.discard(now, "invalid-init"),
                 }
             }
@@ -463,7 +499,7 @@ impl Endpoint {
                     seed,
                     self.key.clone(),
                 );
-                a.handle_packet(now, d.src, packet, len);
+                a.handle_packet(now, src, packet, len);
                 if a.state() == State::Closed {
                     // Invalid or stale cookie: keep the answers (e.g. the
                     // Stale Cookie ERROR) and the records, not the association.
@@ -483,7 +519,7 @@ impl Endpoint {
             _ => {
                 self.discard(now, "out-of-the-blue");
                 if let Some(p) = ootb_response(self.config.local_port, &packet) {
-                    self.push_out(d.src, &p);
+                    self.push_out(src, &p);
                 }
             }
         }
@@ -561,9 +597,24 @@ impl Endpoint {
     /// The next datagram to send. Associations take turns (round robin
     /// by id) so one busy association cannot starve the others.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
+        let mut payload = Vec::new();
+        let dst = self.poll_transmit_into(now, &mut payload)?;
+        Some(Datagram {
+            src: self.local,
+            dst,
+            payload,
+        })
+    }
+
+    /// Like [`Endpoint::poll_transmit`], appending the datagram to `out`
+    /// (which may hold earlier ones) and returning its destination: the
+    /// I/O layer batches datagrams in one buffer without allocating per
+    /// datagram.
+    pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Vec<u8>) -> Option<SocketAddr> {
         self.settle();
         if let Some(d) = self.out.pop_front() {
-            return Some(d);
+            out.extend_from_slice(&d.payload);
+            return Some(d.dst);
         }
         loop {
             let id = self
@@ -572,15 +623,16 @@ impl Endpoint {
                 .next()
                 .or_else(|| self.tx_ready.first())
                 .copied()?;
-            let d = self.assocs.get_mut(&id).and_then(|a| a.poll_transmit(now));
+            let dst = self
+                .assocs
+                .get_mut(&id)
+                .and_then(|a| a.poll_transmit_into(now, out));
             // Sending may arm a timer or leave a record or an event.
-            self.retime(id);
-            self.trace_ready.insert(id);
-            self.app_ready.insert(id);
-            match d {
-                Some(d) => {
+            self.note_output(id);
+            match dst {
+                Some(dst) => {
                     self.rr = AssociationId(id.0 + 1);
-                    return Some(d);
+                    return Some(dst);
                 }
                 None => {
                     self.tx_ready.remove(&id);

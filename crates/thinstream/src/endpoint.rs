@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
-use thinstream_base::{Datagram, Seed};
+use thinstream_base::Seed;
 use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint, Entropy};
 
 use crate::association::Association;
@@ -335,7 +335,6 @@ async fn drive(shared: Arc<Shared>, io: UdpIo) {
 
 async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
     let clock = shared.clock;
-    let local = shared.local;
     let mut batch = TxBatch::default();
     let mut rx = RxBuffers::new();
     let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
@@ -364,9 +363,8 @@ async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
             st.drain_events(now);
             batch.clear();
             while batch.len() < TX_PER_TURN {
-                match st.ep.poll_transmit(now) {
-                    Some(d) => batch.push(d.dst, &d.payload),
-                    None => break,
+                if !batch.push_with(|buf| st.ep.poll_transmit_into(now, buf)) {
+                    break;
                 }
             }
             let more = batch.len() == TX_PER_TURN;
@@ -399,7 +397,7 @@ async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
                     let mut st = shared.lock();
                     let now = clock.now();
                     let n = io.try_recv(&mut rx, |src, payload| {
-                        st.ep.handle_datagram(now, Datagram { src, dst: local, payload: payload.to_vec() });
+                        st.ep.handle_slice(now, src, payload);
                     })?;
                     if n == 0 {
                         break;

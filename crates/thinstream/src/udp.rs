@@ -30,6 +30,26 @@ impl TxBatch {
         self.bytes.extend_from_slice(payload);
         self.items.push((dst, start, payload.len()));
     }
+
+    /// Append one datagram written by `write` (which returns its
+    /// destination, or `None` when there is nothing to send). Returns
+    /// whether one was added.
+    pub(crate) fn push_with(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Option<SocketAddr>,
+    ) -> bool {
+        let start = self.bytes.len();
+        match write(&mut self.bytes) {
+            Some(dst) => {
+                self.items.push((dst, start, self.bytes.len() - start));
+                true
+            }
+            None => {
+                self.bytes.truncate(start);
+                false
+            }
+        }
+    }
     pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
@@ -45,20 +65,25 @@ impl TxBatch {
 /// Receive buffers: one per datagram of a `recvmmsg` batch, each large
 /// enough for a GRO-coalesced run.
 pub(crate) struct RxBuffers {
-    bufs: Vec<Vec<u8>>,
-    meta: Vec<RecvMeta>,
+    /// `RX_SLOTS` regions of `RX_BUF` bytes, back to back.
+    bytes: Vec<u8>,
+    meta: [RecvMeta; RX_SLOTS],
+    /// Regions used per receive call (quinn-udp's batch size, at most
+    /// `RX_SLOTS`).
+    slots: usize,
 }
 
 const RX_BUF: usize = 64 * 1024;
+const RX_SLOTS: usize = 16;
 /// Largest GSO run we build (the kernel's limit is 64 KiB of payload).
 const GSO_MAX_BYTES: usize = 60_000;
 
 impl RxBuffers {
     pub(crate) fn new() -> RxBuffers {
-        let n = quinn_udp::BATCH_SIZE.clamp(1, 16);
         RxBuffers {
-            bufs: (0..n).map(|_| vec![0u8; RX_BUF]).collect(),
-            meta: vec![RecvMeta::default(); n],
+            bytes: vec![0u8; RX_SLOTS * RX_BUF],
+            meta: [RecvMeta::default(); RX_SLOTS],
+            slots: quinn_udp::BATCH_SIZE.clamp(1, RX_SLOTS),
         }
     }
 }
@@ -203,11 +228,17 @@ impl UdpIo {
         rx: &mut RxBuffers,
         mut f: impl FnMut(SocketAddr, &[u8]),
     ) -> io::Result<usize> {
-        let mut slices: Vec<IoSliceMut<'_>> =
-            rx.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        // The slices live on the stack: nothing is allocated per call.
+        let mut regions = rx.bytes.chunks_exact_mut(RX_BUF);
+        let mut slices: [IoSliceMut<'_>; RX_SLOTS] =
+            std::array::from_fn(|_| IoSliceMut::new(regions.next().unwrap_or_default()));
+        let slots = rx.slots;
         let n = match self.socket.try_io(Interest::READABLE, || {
-            self.state
-                .recv((&self.socket).into(), &mut slices, &mut rx.meta)
+            self.state.recv(
+                (&self.socket).into(),
+                &mut slices[..slots],
+                &mut rx.meta[..slots],
+            )
         }) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),

@@ -168,6 +168,9 @@ use rto::RtoEstimator;
 use sender::Sender;
 use timers::{Timer, TimerTable};
 
+/// Largest chunk list kept for reuse between packets.
+const MAX_SCRATCH_CHUNKS: usize = 256;
+
 /// How one message is sent ([`Association::send_with`],
 /// [`Endpoint::send_with`](crate::Endpoint::send_with)). The default is
 /// stream 0, ordered, PPID 0, fully reliable.
@@ -283,6 +286,10 @@ pub struct Association {
     pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
     pub(crate) app: VecDeque<AppEvent>,
     pub(crate) tracer: Tracer,
+    /// Chunk lists kept from sent packets so that building the next one
+    /// does not allocate.
+    scratch_chunks: Vec<Chunk>,
+    scratch_data: Vec<Chunk>,
     pub(crate) stats: Stats,
     /// Outstanding heartbeat: (nonce, sent at).
     pub(crate) heartbeat: Option<(u64, Instant)>,
@@ -398,6 +405,8 @@ impl Association {
             stateless: VecDeque::new(),
             app: VecDeque::new(),
             tracer: Tracer::new(config.trace),
+            scratch_chunks: Vec::new(),
+            scratch_data: Vec::new(),
             stats: Stats::default(),
             heartbeat: None,
             burst: 0,
@@ -509,6 +518,37 @@ impl Association {
     /// `poll_transmit` without new input (used by endpoints to reap).
     pub fn has_pending_output(&self) -> bool {
         !self.app.is_empty() || !self.tracer.is_empty() || !self.stateless.is_empty()
+    }
+
+    /// Whether `poll_app` has an event now.
+    pub fn has_app_events(&self) -> bool {
+        !self.app.is_empty()
+    }
+
+    /// Whether `poll_trace` has a record now.
+    pub fn has_trace_records(&self) -> bool {
+        !self.tracer.is_empty()
+    }
+
+    /// Append the next datagram to `out` (no allocation of its own once the
+    /// association's scratch space has grown; the caller's buffer may hold
+    /// earlier datagrams) and return its destination.
+    pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Vec<u8>) -> Option<SocketAddr> {
+        let (dst, p) = self.poll_packet(now)?;
+        p.emit(out);
+        self.recycle(p);
+        Some(dst)
+    }
+
+    /// Keep a sent packet's chunk list for the next packet.
+    fn recycle(&mut self, p: Packet) {
+        let mut chunks = p.chunks;
+        chunks.clear();
+        if chunks.capacity() <= MAX_SCRATCH_CHUNKS
+            && chunks.capacity() > self.scratch_chunks.capacity()
+        {
+            self.scratch_chunks = chunks;
+        }
     }
 
     // ----- application commands -----------------------------------------
@@ -779,7 +819,7 @@ impl Association {
         let remote = self.remote?;
         let pmtu = self.config.effective_pmtu();
         let mut room = pmtu - COMMON_HEADER_LEN;
-        let mut chunks = Vec::with_capacity(4);
+        let mut chunks = std::mem::take(&mut self.scratch_chunks);
         self.tx.last_sent_data.clear();
         if self.tx.pr_live > 0 && self.may_send_data() {
             // Partial reliability: give up what may not be (re)sent before
@@ -826,7 +866,7 @@ impl Association {
                 forward = Some(f);
             }
         }
-        let mut data_chunks = Vec::new();
+        let mut data_chunks = std::mem::take(&mut self.scratch_data);
         let mut sack_owed = sack_owed;
         if self.may_send_data() {
             self.fill_data(now, &mut data_chunks, &mut data_room);
@@ -878,7 +918,9 @@ impl Association {
             }
         }
         chunks.append(&mut data_chunks);
+        self.scratch_data = data_chunks;
         if chunks.is_empty() {
+            self.scratch_chunks = chunks;
             return None;
         }
         Some((remote, self.header(self.peer_tag, chunks)))
@@ -1102,9 +1144,8 @@ impl Transport for Association {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
-        let (dst, p) = self.poll_packet(now)?;
-        let mut payload = Vec::with_capacity(p.encoded_len());
-        p.emit(&mut payload);
+        let mut payload = Vec::new();
+        let dst = self.poll_transmit_into(now, &mut payload)?;
         Some(Datagram {
             src: self.local,
             dst,
