@@ -16,9 +16,11 @@
 //!   datagram, timeout or send call is one send opportunity).
 //! - Nagle-like delay (`no_delay = false`) holds new data while data is
 //!   outstanding and less than one full DATA chunk is queued.
-//! - The receiver has no partial delivery API: the next fragment of a
-//!   message under reassembly is accepted beyond the receive buffer, by at
-//!   most `max_message_size`, so large messages cannot deadlock.
+//! - The receiver has no partial delivery API: the next TSN in sequence is
+//!   always accepted, beyond the receive buffer by at most
+//!   `max_message_size`, so a buffer full of pieces waiting for it (large
+//!   or interleaved messages, ordered messages behind a lost one) cannot
+//!   deadlock the association.
 //! - Reneging (§6.2.1) is detected only below the highest TSN a SACK
 //!   reports, so reordered older SACKs do not look like reneging.
 //! - An ABORT received in SHUTDOWN-ACK-SENT (all data in both directions
@@ -1195,10 +1197,11 @@ impl Transport for Association {
     }
 }
 
-#[cfg(any(test, feature = "testkit"))]
 impl Association {
-    /// Check the internal accounting (test harnesses call this after every
-    /// step). Returns a description of the first violated invariant.
+    /// Check the internal accounting (test harnesses and `thinstream
+    /// torture` call this after every step; it walks the send and receive
+    /// queues, so it is not for a hot path). Returns a description of the
+    /// first violated invariant.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.tx.check()?;
         let app_bytes: usize = self

@@ -110,6 +110,8 @@ pub(crate) struct Receiver {
     pub(crate) streams: Vec<InStream>,
     /// Bytes held: in reassembly, waiting for order, or not yet read by the app.
     pub(crate) held: usize,
+    /// Of `held`: delivered messages the application has not read yet.
+    unread: usize,
     capacity: u32,
     /// Packets with DATA since the last SACK.
     packets_unacked: u32,
@@ -132,6 +134,7 @@ impl Receiver {
             ireasm: BTreeMap::new(),
             streams: Vec::new(),
             held: 0,
+            unread: 0,
             capacity,
             packets_unacked: 0,
             owed: false,
@@ -215,7 +218,6 @@ impl Receiver {
         }
     }
 
-    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn check(&self, app_bytes: usize) -> Result<(), String> {
         let reasm: usize = self.reasm.values().map(|c| c.payload.len()).sum::<usize>()
             + self
@@ -234,6 +236,12 @@ impl Receiver {
             return Err(format!(
                 "receiver holds {} but reassembly {reasm} + pending {pending} + app {app_bytes}",
                 self.held
+            ));
+        }
+        if app_bytes != self.unread {
+            return Err(format!(
+                "receiver counts {} unread bytes, the application queue holds {app_bytes}",
+                self.unread
             ));
         }
         let mut prev_end = self.cum_next;
@@ -301,9 +309,8 @@ impl Receiver {
 impl Association {
     /// The TSN handling shared by DATA and I-DATA (§6.2): duplicate
     /// detection, stream and buffer checks, recording the TSN as received.
-    /// `continues` says whether the chunk continues a message under
-    /// reassembly (accepted beyond the buffer, see the module docs of
-    /// `association`). `Err(())`: the association was aborted; `Ok(None)`:
+    /// The next TSN in sequence is accepted beyond the buffer (see below).
+    /// `Err(())`: the association was aborted; `Ok(None)`:
     /// the chunk was handled (duplicate, dropped, invalid stream);
     /// `Ok(Some(unit))`: accepted, the caller keeps the payload (already
     /// counted in `held`).
@@ -314,7 +321,6 @@ impl Association {
         stream: u16,
         payload_len: usize,
         immediate: bool,
-        continues: impl Fn(&Receiver, u64) -> bool,
     ) -> Result<Option<u64>, ()> {
         if !matches!(
             self.state,
@@ -382,18 +388,23 @@ impl Association {
             self.rx.due = true;
             return Ok(None);
         }
-        // Without a partial delivery API, a message larger than the free
-        // buffer could never complete once the buffer is full of its
-        // fragments: the next in-sequence fragment of a message under
-        // reassembly is accepted beyond the buffer (by at most one
-        // maximum-size message).
-        let continues_message = unit == self.rx.cum_next
-            && continues(&self.rx, unit)
+        // Without a partial delivery API, a full buffer can hold nothing
+        // but pieces that wait for a lower TSN: fragments of messages too
+        // large for the free space, or messages behind an earlier one of
+        // their ordered stream. Refusing that lower TSN would wedge the
+        // association for good (found by `thinstream torture`, e.g. a
+        // 5 KB receive buffer under interleaved 9 KB messages). So the next
+        // TSN in sequence, which is what unblocks delivery, is accepted
+        // beyond the buffer by at most one maximum-size message, unless the
+        // application is the one not keeping up (delivered messages wait
+        // to be read): then the window stays shut.
+        let next_in_sequence = unit == self.rx.cum_next
+            && self.rx.unread == 0
             && self.rx.held + payload_len
                 <= self.rx.capacity as usize + self.config.max_message_size;
         if self.rx.held + payload_len > self.rx.capacity as usize
             && self.rx.highest().is_some_and(|h| unit > h)
-            && !continues_message
+            && !next_in_sequence
         {
             // §6.2: with no buffer space, drop DATA beyond the highest TSN
             // received; the sender will retransmit it.
@@ -419,17 +430,7 @@ impl Association {
     /// One DATA chunk (§6.2). Returns false if processing of the packet
     /// must stop (the association was aborted).
     pub(crate) fn on_data(&mut self, now: Instant, d: &DataChunk) -> bool {
-        let continues = |rx: &Receiver, unit: u64| {
-            unit > 0 && rx.reasm.get(&(unit - 1)).is_some_and(|c| !c.ending)
-        };
-        let unit = match self.accept_tsn(
-            now,
-            d.tsn,
-            d.stream,
-            d.payload.len(),
-            d.immediate,
-            continues,
-        ) {
+        let unit = match self.accept_tsn(now, d.tsn, d.stream, d.payload.len(), d.immediate) {
             Err(()) => return false,
             Ok(None) => return true,
             Ok(Some(u)) => u,
@@ -454,15 +455,7 @@ impl Association {
     /// processing of the packet must stop.
     pub(crate) fn on_idata(&mut self, now: Instant, d: &IDataChunk) -> bool {
         let key = (d.stream, d.unordered, d.mid);
-        let continues = move |rx: &Receiver, _unit: u64| rx.ireasm.contains_key(&key);
-        let unit = match self.accept_tsn(
-            now,
-            d.tsn,
-            d.stream,
-            d.payload.len(),
-            d.immediate,
-            continues,
-        ) {
+        let unit = match self.accept_tsn(now, d.tsn, d.stream, d.payload.len(), d.immediate) {
             Err(()) => return false,
             Ok(None) => return true,
             Ok(Some(u)) => u,
@@ -602,6 +595,7 @@ impl Association {
     /// §6.2: send a window update when it has grown substantially.
     pub(crate) fn on_app_read(&mut self, bytes: usize) {
         self.rx.held = self.rx.held.saturating_sub(bytes);
+        self.rx.unread = self.rx.unread.saturating_sub(bytes);
         let now_rwnd = self.rx.a_rwnd();
         let mtu = self.config.mtu_bytes();
         if self.rx.last_advertised < now_rwnd
@@ -718,6 +712,7 @@ impl Association {
                 units,
             });
         }
+        self.rx.unread += m.payload.len();
         self.app.push_back(AppEvent::Received {
             stream,
             unordered,

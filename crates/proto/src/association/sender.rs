@@ -355,7 +355,6 @@ impl Sender {
         }
     }
 
-    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn check(&self) -> Result<(), String> {
         let (mut flight, mut outstanding, mut marked, mut inflight, mut unsent, mut queued) =
             (0u32, 0u32, 0usize, 0u32, 0usize, 0usize);
@@ -366,7 +365,14 @@ impl Sender {
             if c.unit != self.cum_unit + i as u64 || c.tsn != self.initial_tsn.add(c.unit as u32) {
                 return Err(format!("chunk {i} has unit {} tsn {}", c.unit, c.tsn));
             }
-            if (i < self.next_unsent) == (c.state == ChunkState::Unsent) {
+            // Below `next_unsent` everything was sent (or given up); from
+            // there on chunks are unsent, or given up before being sent.
+            let consistent = if i < self.next_unsent {
+                c.state != ChunkState::Unsent
+            } else {
+                matches!(c.state, ChunkState::Unsent | ChunkState::Abandoned)
+            };
+            if !consistent {
                 return Err(format!(
                     "chunk {i} state {:?} vs next_unsent {}",
                     c.state, self.next_unsent
@@ -670,6 +676,13 @@ impl Association {
     /// FORWARD TSN goes out with the next packet if the cumulative ack point
     /// can move.
     pub(crate) fn abandon_message(&mut self, now: Instant, i: usize) {
+        if self.tx.chunks[i].state == ChunkState::Abandoned {
+            // Already given up (with I-DATA a message's unsent fragments
+            // need not be contiguous: another message's fragments may sit
+            // between them). Count it once.
+            self.skip_abandoned_unsent();
+            return;
+        }
         let msg = self.tx.chunks[i].msg;
         // I-DATA: cut the rest of the message out of the scheduler.
         if self.tx.idata && !self.tx.chunks[i].ending {
@@ -727,14 +740,7 @@ impl Association {
                 self.tx.rtt_probe = None;
             }
         }
-        // Abandoned chunks that were never sent join the sent prefix (they
-        // are contiguous at `next_unsent`: a message's unsent fragments are
-        // the next to go).
-        while self.tx.next_unsent < self.tx.chunks.len()
-            && self.tx.chunks[self.tx.next_unsent].state == ChunkState::Abandoned
-        {
-            self.tx.next_unsent += 1;
-        }
+        self.skip_abandoned_unsent();
         self.stats.abandoned_messages += 1;
         if self.tracer.enabled() {
             units.sort_unstable();
@@ -755,6 +761,18 @@ impl Association {
         }
         if self.tx.abandoned_prefix() > 0 {
             self.tx.fwd_pending = true;
+        }
+    }
+
+    /// Abandoned chunks that were never sent and come next join the sent
+    /// prefix. Abandoned unsent chunks further on (with I-DATA, fragments
+    /// of other messages may precede them) are skipped when the new-data
+    /// loop reaches them.
+    fn skip_abandoned_unsent(&mut self) {
+        while self.tx.next_unsent < self.tx.chunks.len()
+            && self.tx.chunks[self.tx.next_unsent].state == ChunkState::Abandoned
+        {
+            self.tx.next_unsent += 1;
         }
     }
 
@@ -1549,6 +1567,11 @@ impl Association {
                 break;
             }
             let i = self.tx.next_unsent;
+            if self.tx.chunks[i].state == ChunkState::Abandoned {
+                // Given up before it was ever sent: never send it.
+                self.tx.next_unsent += 1;
+                continue;
+            }
             if self.tx.chunks[i].pr_expired(now, false) {
                 // RFC 3758 §3.5 A2: a message whose lifetime passed before
                 // it was sent is abandoned, never sent.
