@@ -10,6 +10,7 @@ mod mechanisms;
 mod reproduce;
 mod run;
 mod send;
+mod torture;
 mod util;
 
 /// Low-latency reliable messaging for thin streams, and the laboratory that measures it.
@@ -48,6 +49,22 @@ enum Command {
     Emulate(emulate::Args),
     /// List the SCTP mechanisms and presets (or expand one preset string).
     Mechanisms(mechanisms::Args),
+    /// Torture the SCTP core in the simulator: random adversarial cases
+    /// from seeds, with safety and liveness checks.
+    ///
+    /// Each seed picks both ends' presets (random bases, switches and
+    /// parameters), path MTU, buffers, streams, interleaving, 1..3
+    /// associations, workloads (thin, bursty, back to back; 12 B .. 20 KB;
+    /// ordered/unordered; reliable or partially reliable), reader stalls and
+    /// a link adversary per direction (delay, jitter, loss up to 50 % random
+    /// or in bursts, reordering, duplication, corruption, rate limits,
+    /// blackouts). Safety: every delivered message was sent, is intact,
+    /// arrives once and in order within its ordered stream, association
+    /// accounting holds after every step, cwnd >= 1 MTU, no association
+    /// fails. Liveness: with the adversary replaced by clean links, every
+    /// reliable message arrives within a bound, then a graceful shutdown
+    /// completes. A failure prints its replay command; exit status 1.
+    Torture(torture::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +75,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::main(args),
         Command::Reproduce(args) => reproduce::main(args),
         Command::Mechanisms(args) => mechanisms::main(args),
+        Command::Torture(args) => torture::main(args),
         Command::Emulate(args) => emulate::main(args),
     };
     match result {

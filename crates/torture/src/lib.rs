@@ -285,7 +285,6 @@ impl Case {
         let both_ways = rng.chance(0.5);
         let mut plan = Vec::new();
         let mut last = Instant::ZERO;
-        let mut total_bytes = 0usize;
         for assoc in 0..associations {
             for from in [Side::Client, Side::Server] {
                 if from == Side::Server && !both_ways {
@@ -332,7 +331,6 @@ impl Case {
                     };
                     let at = Instant::from_micros((t * 1000.0) as u64);
                     last = last.max(at);
-                    total_bytes += size;
                     plan.push(Planned {
                         at,
                         from,
@@ -365,15 +363,17 @@ impl Case {
             }
         }
         // Bound: a backed-off retransmission timer can sit at RTO.max; then
-        // every byte left must cross the smaller window, one window per
-        // round trip (with room for delayed SACKs and Nagle).
+        // the bytes left must cross. The guaranteed pace is one chunk per
+        // round trip (with a delayed SACK): a receive buffer exhausted by
+        // pieces of large or interleaved messages takes the next chunk in
+        // sequence only, as a zero-window probe.
         let rto_max = client.rto_max.max(server.rto_max);
-        let window = client.receive_buffer.min(server.receive_buffer).max(1) as u64 / 2;
-        let round_trip_ms = d_fwd + d_rev + 2 * 600;
-        let rounds = total_bytes as u64 / window + 1 + plan.len() as u64 / 4;
+        let chunk = client.pmtu.min(server.pmtu).saturating_sub(32).max(16);
+        let chunks: u64 = plan.iter().map(|p| p.size.div_ceil(chunk) as u64).sum();
+        let round_trip_ms = d_fwd + d_rev + 700;
         let liveness_bound = rto_max.mul_f64(3.0)
-            + Duration::from_secs(30)
-            + Duration::from_millis(rounds * round_trip_ms);
+            + Duration::from_secs(60)
+            + Duration::from_millis(chunks * round_trip_ms);
         Case {
             seed,
             client_preset,
@@ -387,7 +387,7 @@ impl Case {
             associations,
             plan,
             adversary_ends,
-            liveness_bound: liveness_bound + Duration::from_secs(20),
+            liveness_bound,
             stalls,
         }
     }
@@ -547,6 +547,56 @@ impl Phase {
     }
 }
 
+/// Datagrams remembered for a failure's detail.
+const RECENT: usize = 40;
+
+/// One line about a datagram: its chunks with their key fields.
+fn describe(datagram: &[u8]) -> String {
+    use thinstream_proto::wire::{Chunk, Packet};
+    let Ok(p) = Packet::parse(datagram) else {
+        return format!("{} bytes, unparsable", datagram.len());
+    };
+    let mut parts = vec![format!("{}>{}", p.src_port, p.dst_port)];
+    for c in &p.chunks {
+        parts.push(match c {
+            Chunk::Data(d) => format!(
+                "DATA tsn {} s{} ssn {} {}{}{} {}B",
+                d.tsn.0,
+                d.stream,
+                d.ssn,
+                if d.beginning { "B" } else { "" },
+                if d.ending { "E" } else { "" },
+                if d.unordered { "U" } else { "" },
+                d.payload.len()
+            ),
+            Chunk::IData(d) => format!(
+                "I-DATA tsn {} s{} mid {} {}{}{} {}B",
+                d.tsn.0,
+                d.stream,
+                d.mid,
+                if d.beginning { "B" } else { "" },
+                if d.ending { "E" } else { "" },
+                if d.unordered { "U" } else { "" },
+                d.payload.len()
+            ),
+            Chunk::Sack(s) => format!(
+                "SACK cum {} rwnd {} gaps {:?} dups {}",
+                s.cum_tsn_ack.0,
+                s.a_rwnd,
+                s.gap_blocks
+                    .iter()
+                    .map(|g| (g.start, g.end))
+                    .collect::<Vec<_>>(),
+                s.duplicate_tsns.len()
+            ),
+            Chunk::ForwardTsn(f) => format!("FORWARD-TSN {}", f.new_cum_tsn.0),
+            Chunk::IForwardTsn(f) => format!("I-FORWARD-TSN {}", f.new_cum_tsn.0),
+            other => format!("{other:?}").chars().take(40).collect(),
+        });
+    }
+    parts.join(" | ")
+}
+
 /// Steps after which a case counts as wedged (a livelock spinning at one
 /// instant, or a run that never settles).
 const MAX_STEPS: u64 = 5_000_000;
@@ -574,6 +624,8 @@ struct World<'a> {
     closed: [Vec<bool>; 2],
     steps: u64,
     zero_window_steps: u64,
+    /// The last datagrams sent, described (for a failure's detail).
+    recent: std::collections::VecDeque<String>,
     datagrams: u64,
     scratch: Vec<(Instant, Datagram)>,
 }
@@ -645,6 +697,7 @@ impl<'a> World<'a> {
             closed: [vec![false; n], vec![false; n]],
             steps: 0,
             zero_window_steps: 0,
+            recent: Default::default(),
             datagrams: 0,
             scratch: Vec::new(),
         })
@@ -675,8 +728,9 @@ impl<'a> World<'a> {
                 };
                 let cc = a.congestion();
                 out += &format!(
-                    "  {id:?} {:?}: cwnd {} ssthresh {} flight {} rto {} srtt {:?} peer_rwnd {} local_rwnd {} buffered {} held {} idle {} thin {}\n",
+                    "  {id:?} {:?} (port {}): cwnd {} ssthresh {} flight {} rto {} srtt {:?} peer_rwnd {} local_rwnd {} buffered {} held {} idle {} thin {}\n",
                     a.state(),
+                    a.config().local_port,
                     cc.cwnd,
                     cc.ssthresh,
                     a.flight_size(),
@@ -690,6 +744,12 @@ impl<'a> World<'a> {
                     a.is_thin(),
                 );
             }
+        }
+        out += "last datagrams sent (before the link):\n";
+        for line in &self.recent {
+            out += "  ";
+            out += line;
+            out += "\n";
         }
         out
     }
@@ -722,6 +782,11 @@ impl<'a> World<'a> {
         for side in 0..2 {
             while let Some(d) = self.eps[side].poll_transmit(self.now) {
                 self.datagrams += 1;
+                if self.recent.len() >= RECENT {
+                    self.recent.pop_front();
+                }
+                self.recent
+                    .push_back(format!("{} {}: {}", self.now, ["c>s", "s>c"][side], describe(&d.payload)));
                 self.scratch.clear();
                 self.links[side].send(self.now, d, &mut self.scratch);
                 for (at, d) in self.scratch.drain(..) {
