@@ -42,7 +42,10 @@ const KEEP_FAILURES: usize = 20;
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
     let Some(end) = args.from.checked_add(args.seeds) else {
-        eprintln!("error: --from {} + --seeds {} overflows", args.from, args.seeds);
+        eprintln!(
+            "error: --from {} + --seeds {} overflows",
+            args.from, args.seeds
+        );
         return Ok(ExitCode::from(2));
     };
     let jobs = args

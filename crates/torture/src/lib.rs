@@ -785,8 +785,12 @@ impl<'a> World<'a> {
                 if self.recent.len() >= RECENT {
                     self.recent.pop_front();
                 }
-                self.recent
-                    .push_back(format!("{} {}: {}", self.now, ["c>s", "s>c"][side], describe(&d.payload)));
+                self.recent.push_back(format!(
+                    "{} {}: {}",
+                    self.now,
+                    ["c>s", "s>c"][side],
+                    describe(&d.payload)
+                ));
                 self.scratch.clear();
                 self.links[side].send(self.now, d, &mut self.scratch);
                 for (at, d) in self.scratch.drain(..) {

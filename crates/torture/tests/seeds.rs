@@ -23,7 +23,12 @@ fn torture_seeds_pass() {
             Err(f) => failures.push(f.to_string()),
         }
     }
-    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     // The cases must actually exercise the transport.
     assert!(messages as u64 > count * 50, "only {messages} messages");
     assert!(shut > count / 20, "only {shut} seeds shut a receive window");

@@ -89,3 +89,175 @@ pub fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
     }
     buf
 }
+
+/// A whole endpoint pair fed operations decoded from `data`: real traffic
+/// between a client and a server endpoint, interleaved with arbitrary
+/// datagrams (raw, or with the ports, verification tag and checksum of a
+/// live association patched in so they reach its state machine in every
+/// state), time jumps, sends, closes, aborts and losses. After every
+/// operation every association's accounting must hold
+/// (`Association::check_invariants`); nothing may panic. Returns how many
+/// associations reached ESTABLISHED (how deep the input went).
+pub fn check_endpoint(data: &[u8]) -> u32 {
+    use std::net::SocketAddr;
+    use thinstream_base::{Datagram, Instant, Seed};
+    use thinstream_proto::{Config, Endpoint, SendParams};
+
+    const PRESETS: [&str; 5] = ["rfc", "linux", "thin", "production", "thin+rdb+frt=1"];
+    let Some((&first, rest)) = data.split_first() else {
+        return 0;
+    };
+    let Ok(mut cfg) = Config::from_preset(PRESETS[usize::from(first % 5)]) else {
+        return 0;
+    };
+    let mut established = 0;
+    cfg.interleaving = first & 0x10 != 0;
+    cfg.receive_buffer = if first & 0x20 != 0 { 4096 } else { 65536 };
+    cfg.pmtu = if first & 0x40 != 0 { 200 } else { 1472 };
+    let addrs: [SocketAddr; 2] = [
+        "10.0.0.1:9899".parse().expect("address"),
+        "10.0.0.2:9899".parse().expect("address"),
+    ];
+    let mut eps = [
+        Endpoint::new(cfg.clone(), addrs[0], Seed(1), false),
+        Endpoint::new(cfg, addrs[1], Seed(2), true),
+    ];
+    let mut now = Instant::ZERO;
+    eps[0].connect(now, addrs[1]);
+    let mut pending: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+    let mut input = rest.iter().copied();
+    let mut next = move || input.next();
+    let check = |eps: &[Endpoint; 2]| {
+        for ep in eps {
+            for id in ep.associations() {
+                if let Some(a) = ep.association(id) {
+                    if let Err(e) = a.check_invariants() {
+                        panic!("association {id:?} ({:?}): {e}", a.state());
+                    }
+                }
+            }
+        }
+    };
+    let mut ops = 0;
+    while let Some(op) = next() {
+        ops += 1;
+        if ops > 2000 {
+            break;
+        }
+        let side = usize::from(op >> 7);
+        match op & 0x7 {
+            0 => {
+                // Let the real traffic flow (a few rounds).
+                for _ in 0..3 {
+                    for from in 0..2 {
+                        for d in std::mem::take(&mut pending[from]) {
+                            eps[1 - from].handle_slice(now, addrs[from], &d);
+                        }
+                    }
+                    for (s, ep) in eps.iter_mut().enumerate() {
+                        while let Some(d) = ep.poll_transmit(now) {
+                            pending[s].push(d.payload);
+                        }
+                    }
+                }
+            }
+            1 | 2 => {
+                // An arbitrary datagram for `side`, patched to match a live
+                // association when the op says so.
+                let len = usize::from(next().unwrap_or(0));
+                let mut bytes: Vec<u8> = (0..len).map_while(|_| next()).collect();
+                if op & 0x7 == 2 {
+                    if bytes.len() < COMMON_HEADER_LEN {
+                        bytes.resize(COMMON_HEADER_LEN, 0);
+                    }
+                    let target = eps[side]
+                        .associations()
+                        .next()
+                        .and_then(|id| eps[side].association(id))
+                        .map(|a| (a.peer_port(), a.config().local_port, a.local_tag()));
+                    if let Some((src, dst, tag)) = target {
+                        bytes[0..2].copy_from_slice(&src.to_be_bytes());
+                        bytes[2..4].copy_from_slice(&dst.to_be_bytes());
+                        if op & 0x40 == 0 {
+                            bytes[4..8].copy_from_slice(&tag.to_be_bytes());
+                        }
+                    }
+                    write_checksum_field(&mut bytes);
+                }
+                if op & 0x20 != 0 {
+                    eps[side].handle_slice(now, addrs[1 - side], &bytes);
+                } else {
+                    eps[side].handle_datagram(
+                        now,
+                        Datagram {
+                            src: addrs[1 - side],
+                            dst: addrs[side],
+                            payload: bytes,
+                        },
+                    );
+                }
+            }
+            3 => {
+                let ms = u64::from(next().unwrap_or(0)) * 20;
+                now = now + thinstream_base::Duration::from_millis(ms);
+                for ep in &mut eps {
+                    if ep.poll_timeout().is_some_and(|t| t <= now) {
+                        ep.handle_timeout(now);
+                    }
+                }
+            }
+            4 => {
+                let size = usize::from(next().unwrap_or(0)) * 16 + 1;
+                let stream = u16::from(next().unwrap_or(0) % 4);
+                let ids: Vec<_> = eps[side].associations().collect();
+                for id in ids {
+                    let params = SendParams {
+                        stream,
+                        unordered: op & 0x40 != 0,
+                        lifetime: (op & 0x20 != 0)
+                            .then(|| thinstream_base::Duration::from_millis(100)),
+                        ..SendParams::default()
+                    };
+                    let _ = eps[side].send_with(now, id, &params, &vec![0x5a; size]);
+                }
+            }
+            5 => {
+                let ids: Vec<_> = eps[side].associations().collect();
+                for id in ids {
+                    eps[side].close(now, id);
+                }
+            }
+            6 => {
+                let ids: Vec<_> = eps[side].associations().collect();
+                for id in ids {
+                    eps[side].abort(now, id, "fuzz");
+                }
+            }
+            _ => pending[side].clear(),
+        }
+        for (s, ep) in eps.iter_mut().enumerate() {
+            while let Some(d) = ep.poll_transmit(now) {
+                if pending[s].len() < 256 {
+                    pending[s].push(d.payload);
+                }
+            }
+            while let Some((_, e)) = ep.poll_event() {
+                established += u32::from(e == thinstream_base::drive::AppEvent::Established);
+            }
+        }
+        check(&eps);
+    }
+    established
+}
+
+/// A preset string: parsing must never panic, and what parses must be a
+/// configuration whose timer bounds agree with each other.
+pub fn check_preset(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(c) = thinstream_proto::Config::from_preset(&text) {
+        assert!(
+            c.rto_min <= c.rto_max && c.rto_initial <= c.rto_max,
+            "{text:?} parsed to contradicting timer bounds"
+        );
+    }
+}
