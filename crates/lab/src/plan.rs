@@ -15,6 +15,14 @@ use crate::error::LabError;
 use crate::scenario::{PeerKind, Scenario, SweepPoint, TransportKind, VariantSpec};
 use crate::transport::{self, PresetIssue, TransportConfig};
 
+/// Most simulated time per run (duration + drain).
+pub const MAX_SIMULATED: thinstream_base::Duration =
+    thinstream_base::Duration::from_secs(7 * 24 * 3600);
+/// Most repetitions per variant and sweep point.
+pub const MAX_REPETITIONS: u32 = 100_000;
+/// Most runs one scenario expands to.
+pub const MAX_RUNS: u64 = 1_000_000;
+
 /// Command-line adjustments to a scenario.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlanOptions {
@@ -78,17 +86,29 @@ impl Plan {
     /// selections that match nothing are errors; presets that name a
     /// mechanism not built yet make their variant unavailable.
     pub fn new(mut scenario: Scenario, options: &PlanOptions) -> Result<Plan, LabError> {
+        // Limits that turn an absurd request into a clear error before any
+        // memory is committed to it.
         let seed = Seed(options.seed.unwrap_or(scenario.seed));
         let duration = options.duration.unwrap_or(scenario.duration);
         if duration.is_zero() {
             return Err(LabError::Selection("--duration must be positive".into()));
         }
         let drain = options.drain.unwrap_or(scenario.drain);
+        if duration.as_nanos().saturating_add(drain.as_nanos()) > MAX_SIMULATED.as_nanos() {
+            return Err(LabError::Selection(format!(
+                "duration {duration} + drain {drain} is beyond the limit of {MAX_SIMULATED} of simulated time per run (the metrics keep a record per message, about 1 KiB each, until the run ends)"
+            )));
+        }
         let repetitions = options.repetitions.unwrap_or(scenario.repetitions);
         if repetitions == 0 {
             return Err(LabError::Selection(
                 "--repetitions must be at least 1".into(),
             ));
+        }
+        if repetitions > MAX_REPETITIONS {
+            return Err(LabError::Selection(format!(
+                "repetitions = {repetitions} is beyond the limit of {MAX_REPETITIONS}"
+            )));
         }
 
         if let Some(names) = &options.variants {
@@ -260,6 +280,16 @@ impl Plan {
             }
         }
 
+        let total = (variants.len() as u64)
+            .saturating_mul(points.len().max(1) as u64)
+            .saturating_mul(u64::from(repetitions));
+        if total > MAX_RUNS {
+            return Err(LabError::Selection(format!(
+                "{} variant(s) x {} sweep point(s) x {repetitions} repetition(s) = {total} runs, beyond the limit of {MAX_RUNS} runs per scenario",
+                variants.len(),
+                points.len().max(1)
+            )));
+        }
         let mut runs = Vec::new();
         let point_slots: Vec<Option<usize>> = if points.is_empty() {
             vec![None]
