@@ -107,6 +107,10 @@ pub struct Case {
     pub adversary_ends: Instant,
     /// Every reliable message must be delivered this long after that.
     pub liveness_bound: Duration,
+    /// The guaranteed pace: one chunk of this many payload bytes per this
+    /// long (the shutdown's bound counts what is still queued at its start).
+    pub chunk: usize,
+    pub chunk_pace: Duration,
     /// Periods (start, end) in which the client's / server's application
     /// reads nothing (its receive window must close, and reopen after).
     pub stalls: [Vec<(Instant, Instant)>; 2],
@@ -388,6 +392,8 @@ impl Case {
             plan,
             adversary_ends,
             liveness_bound,
+            chunk,
+            chunk_pace: Duration::from_millis(round_trip_ms),
             stalls,
         }
     }
@@ -1066,8 +1072,23 @@ impl<'a> World<'a> {
                 self.eps[0].close(self.now, id);
             }
         }
+        // Partially reliable messages still queued (a retransmission limit
+        // does not expire while unsent) go out before the SHUTDOWN
+        // exchange completes: count them at the guaranteed pace.
+        let queued: u64 = (0..2)
+            .flat_map(|side| {
+                let ep = &self.eps[side];
+                ep.associations()
+                    .filter_map(|id| ep.association(id))
+                    .map(|a| a.buffered_send_bytes().div_ceil(self.case.chunk) as u64 + 1)
+                    .collect::<Vec<_>>()
+            })
+            .sum();
         let rto_max = self.case.client.rto_max.max(self.case.server.rto_max);
-        let close_deadline = self.now + rto_max.mul_f64(3.0) + Duration::from_secs(30);
+        let close_deadline = self.now
+            + rto_max.mul_f64(3.0)
+            + Duration::from_secs(30)
+            + self.case.chunk_pace.mul_f64(queued as f64);
         loop {
             let more = self.step()?;
             let all_closed = self.closed.iter().all(|s| s.iter().all(|c| *c));

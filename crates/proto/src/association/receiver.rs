@@ -556,10 +556,20 @@ impl Association {
         if self.state == State::ShutdownSent {
             // §9.2: answer every packet with DATA with SACK and SHUTDOWN,
             // and restart T2-shutdown.
+            // One SHUTDOWN waiting to go is enough: it is brought up to
+            // date rather than joined by another (several packets arriving
+            // before the next transmission once queued one each).
             self.rx.due = true;
             let cum = self.rx.cum_tsn();
-            self.control
-                .push_back(Chunk::Shutdown(ShutdownChunk { cum_tsn_ack: cum }));
+            match self.control.iter_mut().find_map(|c| match c {
+                Chunk::Shutdown(s) => Some(s),
+                _ => None,
+            }) {
+                Some(s) => s.cum_tsn_ack = cum,
+                None => self
+                    .control
+                    .push_back(Chunk::Shutdown(ShutdownChunk { cum_tsn_ack: cum })),
+            }
             self.timers.set(Timer::T2Shutdown, now + self.rto.rto);
         }
         if self.rx.due {
