@@ -110,7 +110,7 @@ impl Endpoint {
             clock: Clock::new(),
             local,
         });
-        rt.spawn(drive(shared.clone(), io));
+        rt.spawn(drive(shared.clone(), io, config.busy_poll));
         Ok(Endpoint {
             shared,
             config: Arc::new(config),
@@ -325,15 +325,19 @@ impl Drop for Incoming {
 const TX_PER_TURN: usize = 64;
 
 /// The endpoint task: the only place the socket is read or written.
-async fn drive(shared: Arc<Shared>, io: UdpIo) {
-    let why = match run(&shared, &io).await {
+async fn drive(shared: Arc<Shared>, io: UdpIo, busy_poll: Option<std::time::Duration>) {
+    let why = match run(&shared, &io, busy_poll).await {
         Ok(()) => "the endpoint was dropped".to_string(),
         Err(e) => format!("socket error: {e}"),
     };
     shared.lock().fail_all(why);
 }
 
-async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
+async fn run(
+    shared: &Arc<Shared>,
+    io: &UdpIo,
+    busy_poll: Option<std::time::Duration>,
+) -> std::io::Result<()> {
     let clock = shared.clock;
     let mut batch = TxBatch::default();
     let mut rx = RxBuffers::new();
@@ -375,7 +379,8 @@ async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
                 && st.ep.associations().next().is_none();
             (st.ep.poll_timeout(), more, stop)
         };
-        if !batch.is_empty() {
+        let sent = !batch.is_empty();
+        if sent {
             io.send(&batch).await?;
         }
         if stop {
@@ -384,6 +389,13 @@ async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
         if more {
             tokio::task::yield_now().await;
             continue;
+        }
+        if let (Some(window), true) = (busy_poll, sent) {
+            // Read without sleeping for a while: a quick reply is handled
+            // without a thread wake-up (EndpointConfig::busy_poll).
+            if spin_for_input(shared, io, &mut rx, window)? {
+                continue;
+            }
         }
         if let Some(t) = deadline {
             sleep.as_mut().reset(clock.to_std(t).into());
@@ -407,6 +419,34 @@ async fn run(shared: &Arc<Shared>, io: &UdpIo) -> std::io::Result<()> {
             _ = shared.wake.notified() => {}
             _ = &mut sleep, if deadline.is_some() => {}
         }
+    }
+}
+
+/// Poll the socket for up to `window`; feed what arrives to the core.
+/// Returns whether anything arrived.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "busy polling is bounded by the wall clock"
+)]
+fn spin_for_input(
+    shared: &Arc<Shared>,
+    io: &UdpIo,
+    rx: &mut RxBuffers,
+    window: std::time::Duration,
+) -> std::io::Result<bool> {
+    let until = std::time::Instant::now() + window;
+    loop {
+        let mut st = shared.lock();
+        let now = shared.clock.now();
+        let n = io.recv_now(rx, |src, payload| st.ep.handle_slice(now, src, payload))?;
+        if n > 0 {
+            return Ok(true);
+        }
+        drop(st);
+        if std::time::Instant::now() >= until {
+            return Ok(false);
+        }
+        std::hint::spin_loop();
     }
 }
 

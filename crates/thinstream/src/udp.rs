@@ -226,20 +226,46 @@ impl UdpIo {
     pub(crate) fn try_recv(
         &self,
         rx: &mut RxBuffers,
+        f: impl FnMut(SocketAddr, &[u8]),
+    ) -> io::Result<usize> {
+        self.recv_batch(rx, f, true)
+    }
+
+    /// Like [`UdpIo::try_recv`], asking the socket itself rather than the
+    /// runtime's readiness flag (which only the runtime's poller sets, and
+    /// it does not run while the endpoint task busy-polls).
+    pub(crate) fn recv_now(
+        &self,
+        rx: &mut RxBuffers,
+        f: impl FnMut(SocketAddr, &[u8]),
+    ) -> io::Result<usize> {
+        self.recv_batch(rx, f, false)
+    }
+
+    fn recv_batch(
+        &self,
+        rx: &mut RxBuffers,
         mut f: impl FnMut(SocketAddr, &[u8]),
+        via_runtime: bool,
     ) -> io::Result<usize> {
         // The slices live on the stack: nothing is allocated per call.
         let mut regions = rx.bytes.chunks_exact_mut(RX_BUF);
         let mut slices: [IoSliceMut<'_>; RX_SLOTS] =
             std::array::from_fn(|_| IoSliceMut::new(regions.next().unwrap_or_default()));
         let slots = rx.slots;
-        let n = match self.socket.try_io(Interest::READABLE, || {
+        let mut recv = || {
             self.state.recv(
                 (&self.socket).into(),
                 &mut slices[..slots],
                 &mut rx.meta[..slots],
             )
-        }) {
+        };
+        let r = if via_runtime {
+            self.socket.try_io(Interest::READABLE, recv)
+        } else {
+            recv()
+        };
+        let n = match r {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
             // ICMP port unreachable for an earlier send: the association's
