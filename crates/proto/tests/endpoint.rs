@@ -1,116 +1,15 @@
 //! A server `Endpoint` with several peers on a virtual network.
 
+mod net;
+
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+
+use net::{client_addr, crafted, server_addr, Net};
 
 use thinstream_base::drive::{AppEvent, Outgoing, Transport};
-use thinstream_base::{Datagram, Duration, Instant, Seed};
+use thinstream_base::{Duration, Instant, Seed};
 use thinstream_proto::wire::{Chunk, Packet};
-use thinstream_proto::{Association, AssociationId, Config, Endpoint};
-
-fn server_addr() -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 1], 9899))
-}
-fn client_addr(i: u8) -> SocketAddr {
-    SocketAddr::from(([10, 0, 1, i], 9899))
-}
-
-struct Net {
-    now: Instant,
-    queue: BTreeMap<(Instant, u64), Datagram>,
-    seq: u64,
-    server: Endpoint,
-    clients: Vec<Association>,
-    server_events: Vec<(AssociationId, AppEvent)>,
-    client_events: Vec<Vec<AppEvent>>,
-}
-
-impl Net {
-    fn new(n: u8) -> Net {
-        let cfg = Config::default().with_trace();
-        let server = Endpoint::new(cfg.clone(), server_addr(), Seed(1), true);
-        let clients = (0..n)
-            .map(|i| {
-                Association::connect(
-                    cfg.clone(),
-                    Instant::ZERO,
-                    client_addr(i),
-                    server_addr(),
-                    Seed(100 + u64::from(i)),
-                )
-            })
-            .collect();
-        Net {
-            now: Instant::ZERO,
-            queue: BTreeMap::new(),
-            seq: 0,
-            server,
-            clients,
-            server_events: Vec::new(),
-            client_events: vec![Vec::new(); usize::from(n)],
-        }
-    }
-
-    fn flush(&mut self) {
-        let at = self.now + Duration::from_millis(10);
-        while let Some(d) = self.server.poll_transmit(self.now) {
-            assert_eq!(d.src, server_addr());
-            self.seq += 1;
-            self.queue.insert((at, self.seq), d);
-        }
-        while let Some(e) = self.server.poll_event() {
-            self.server_events.push(e);
-        }
-        while self.server.poll_trace().is_some() {}
-        for (i, c) in self.clients.iter_mut().enumerate() {
-            while let Some(d) = c.poll_transmit(self.now) {
-                self.seq += 1;
-                self.queue.insert((at, self.seq), d);
-            }
-            while let Some(e) = c.poll_app() {
-                self.client_events[i].push(e);
-            }
-        }
-    }
-
-    fn drive_for(&mut self, d: Duration) {
-        let end = self.now + d;
-        loop {
-            self.flush();
-            let next = [
-                self.queue.keys().next().map(|k| k.0),
-                self.server.poll_timeout(),
-                self.clients.iter().filter_map(|c| c.poll_timeout()).min(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            let Some(next) = next.filter(|t| *t <= end) else {
-                break;
-            };
-            self.now = self.now.max(next);
-            while let Some((&k, _)) = self.queue.iter().next() {
-                if k.0 > self.now {
-                    break;
-                }
-                let d = self.queue.remove(&k).unwrap();
-                if d.dst == server_addr() {
-                    self.server.handle_datagram(self.now, d);
-                } else if let Some(c) = self.clients.iter_mut().find(|c| c.local_addr() == d.dst) {
-                    c.handle_datagram(self.now, d);
-                }
-            }
-            self.server.handle_timeout(self.now);
-            for c in &mut self.clients {
-                if c.poll_timeout().is_some_and(|t| t <= self.now) {
-                    c.handle_timeout(self.now);
-                }
-            }
-        }
-        self.now = end;
-        self.flush();
-    }
-}
+use thinstream_proto::{AssociationId, Config, Endpoint};
 
 fn msg(payload: &[u8]) -> Outgoing<'_> {
     Outgoing {
@@ -263,13 +162,6 @@ fn endpoint_to_endpoint() {
 }
 
 /// A packet built by hand from client `i`'s address to the server.
-fn crafted(src: SocketAddr, p: &Packet) -> Datagram {
-    Datagram {
-        src,
-        dst: server_addr(),
-        payload: p.to_bytes(),
-    }
-}
 
 // RFC 9260 §8.5 with §1.5.2: an association is named by both addresses and
 // both ports. A packet from the peer's address carrying the association's
