@@ -118,6 +118,19 @@ pub fn render(r: &Results) -> String {
         ]);
     }
     out.push_str(&layout(&header, &rows));
+    // A backlog at the end of the run is not in the percentiles: say so.
+    for v in &r.variants {
+        let Some(s) = &v.summary else { continue };
+        if let Some(n) = s.undelivered.filter(|n| *n > 0) {
+            let _ = writeln!(
+                out,
+                "note: {}: {n} message(s) were still queued or in flight when the runs ended (waited up to {:.1} ms, median {:.1} ms); the latency columns cover delivered messages only",
+                v.name,
+                s.undelivered_waited_max_ms.unwrap_or(0.0),
+                s.undelivered_waited_p50_ms.unwrap_or(0.0),
+            );
+        }
+    }
 
     let _ = writeln!(
         out,

@@ -121,6 +121,19 @@ pub struct Summary {
     pub thin_share: Option<f64>,
     #[serde(default)]
     pub thin_transitions: u64,
+    /// Messages neither delivered nor given up (partial reliability) when
+    /// the run ended: still queued or in flight, e.g. a sender that could
+    /// not keep up. The latency statistics cover delivered messages only,
+    /// so they say nothing about these. `null` without a receiver trace.
+    #[serde(default)]
+    pub undelivered: Option<u64>,
+    /// How long the undelivered messages had waited when the run ended
+    /// (from their application send time to the end of the trace): the
+    /// longest and the median, in ms. `null` when there are none.
+    #[serde(default)]
+    pub undelivered_waited_max_ms: Option<f64>,
+    #[serde(default)]
+    pub undelivered_waited_p50_ms: Option<f64>,
 }
 
 impl Summary {
@@ -161,7 +174,20 @@ impl Summary {
         let (mut redundant, mut rtt_samples, mut data_rtt_samples, mut transitions) =
             (0u64, 0u64, 0u64, 0u64);
         let mut thin: Option<(u64, u64)> = None;
+        let mut waited: Vec<u64> = Vec::new();
+        let mut undelivered_known = !flows.is_empty();
         for f in &flows {
+            if f.has_receiver_trace() {
+                let end = f.span().map(|(_, e)| e);
+                for m in f.messages() {
+                    if m.delivered.is_none() && !m.abandoned {
+                        let w = end.map_or(0, |e| e.saturating_duration_since(m.sent).as_nanos());
+                        waited.push(w);
+                    }
+                }
+            } else {
+                undelivered_known = false;
+            }
             let rc = f.recovery();
             redundant += rc.redundant_bytes;
             rtt_samples += rc.rtt_samples;
@@ -271,6 +297,12 @@ impl Summary {
             data_rtt_samples,
             thin_share: thin.and_then(|(t, w)| (w > 0).then(|| t as f64 / w as f64)),
             thin_transitions: transitions,
+            undelivered: undelivered_known.then_some(waited.len() as u64),
+            undelivered_waited_max_ms: waited.iter().max().map(|w| *w as f64 / 1e6),
+            undelivered_waited_p50_ms: {
+                waited.sort_unstable();
+                crate::stats::percentile_sorted(&waited, 0.5).map(|w| w as f64 / 1e6)
+            },
             messages,
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,

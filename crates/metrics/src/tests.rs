@@ -495,6 +495,15 @@ fn multi_chunk_message_waits_for_every_chunk() {
         (Some(t(170)), 1, Some(t(0)), None)
     );
     assert_eq!(f.summary().delivered, Some(0));
+    // Not delivered and not given up: reported as the backlog, with how
+    // long it had waited when the trace ended (0 -> 170 ms).
+    let sum = f.summary();
+    assert_eq!(sum.undelivered, Some(1));
+    assert_eq!(sum.undelivered_waited_max_ms, Some(170.0));
+    assert_eq!(sum.undelivered_waited_p50_ms, Some(170.0));
+    // Without a receiver trace nothing is known about it.
+    let sender_only = FlowAnalysis::new(&s, None, opts(OwdCorrection::None)).unwrap();
+    assert_eq!(sender_only.summary().undelivered, None);
 }
 
 // Application send times: m1 was generated at 50 but accepted at 100 (flow control):
@@ -676,7 +685,8 @@ fn summary_json_is_exact_and_deterministic() {
         r#""spurious_by_reason":{"bundled-on-rtx":0,"early-rtx":0,"efr":0,"fast-rtx":0,"probe":0,"redundant-bundle":0,"timeout-rtx":0},"#,
         r#""spurious_excluding_redundant":0,"t3_expiries":0,"t3_spurious":0,"redundant_bytes":0,"#,
         r#""tohd_redundant":0.0,"tohd_retransmissions":0.25,"rtt_samples":0,"data_rtt_samples":0,"#,
-        r#""thin_share":null,"thin_transitions":0}"#
+        r#""thin_share":null,"thin_transitions":0,"undelivered":0,"#,
+        r#""undelivered_waited_max_ms":null,"undelivered_waited_p50_ms":null}"#
     );
     assert_eq!(json, expected);
     // A second, independent analysis of the same records gives the same bytes.
