@@ -401,7 +401,7 @@ impl StreamingFlow {
         }
         *self
             .causes
-            .entry((before.max(1).min(3), reason))
+            .entry((before.clamp(1, 3), reason))
             .or_insert(0) += 1;
         if self.pieces.len() == SPURIOUS_WINDOW {
             self.pieces.pop_front();
@@ -493,9 +493,7 @@ impl StreamingFlow {
     /// Thin time and window so far (as [`crate::RecoveryCounts::thin_time`];
     /// exact after [`Self::finish`]).
     pub fn thin_time(&self) -> Option<(Duration, Duration)> {
-        if self.last_thin.is_none() {
-            return None;
-        }
+        self.last_thin?;
         let (from, to) = self.window?;
         let mut ns = self.thin_ns;
         if self.thin_state {
