@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod emulate;
 mod listen;
 mod mechanisms;
+mod oneway;
 mod reproduce;
 mod run;
 mod send;

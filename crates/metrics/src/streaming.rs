@@ -399,10 +399,7 @@ impl StreamingFlow {
         if !reason.is_retransmission() {
             return false;
         }
-        *self
-            .causes
-            .entry((before.clamp(1, 3), reason))
-            .or_insert(0) += 1;
+        *self.causes.entry((before.clamp(1, 3), reason)).or_insert(0) += 1;
         if self.pieces.len() == SPURIOUS_WINDOW {
             self.pieces.pop_front();
         }
