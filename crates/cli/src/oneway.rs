@@ -110,10 +110,6 @@ impl News {
         self.w = self.w.max(w);
     }
 
-    pub(crate) fn untold(&self) -> usize {
-        self.untold.len()
-    }
-
     /// A data message of `size` bytes (at least [`HEADER`]) for `id` sent
     /// at `sent_ns`, carrying as much news as fits.
     pub(crate) fn message(&mut self, id: u64, sent_ns: u64, size: usize) -> Vec<u8> {
@@ -233,7 +229,7 @@ impl Group {
         let _ = self.hist.record((ns / 1000).max(1));
     }
 
-    fn merge(&mut self, o: &Group) {
+    pub(crate) fn merge(&mut self, o: &Group) {
         self.count += o.count;
         self.sum_ns += o.sum_ns;
         self.min_ns = self.min_ns.min(o.min_ns);
@@ -293,7 +289,7 @@ impl Group {
 
     fn decode(b: &[u8], at: &mut usize) -> Option<Group> {
         let mut g = Group::default();
-        let mut next = |at: &mut usize| {
+        let next = |at: &mut usize| {
             let v = u64_at(b, *at);
             *at += 8;
             v
@@ -445,6 +441,7 @@ impl Joiner {
     }
 
     /// Entries held now (the bounded-memory check).
+    #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
         self.pending.len() + self.known.len() + self.above.len() + self.announced.len()
     }
