@@ -8,8 +8,8 @@
 use anyhow::Context;
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use thinstream::TransportConfig as Config;
 use thinstream::{
     Association, AssociationConfig, AssociationError, Endpoint, EndpointConfig, Event, SendError,
@@ -190,7 +190,9 @@ async fn serve(a: Association, ctx: Ctx) -> PeerReport {
                 }
             }
             Ok(m) if m.ppid == PPID_CONTROL => {
-                let Some(e) = End::parse(&m.data) else { continue };
+                let Some(e) = End::parse(&m.data) else {
+                    continue;
+                };
                 let j = joiner.get_or_insert_with(|| Joiner::new(keep));
                 j.on_end(&e);
                 if keep {

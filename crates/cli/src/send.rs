@@ -495,7 +495,10 @@ fn schedule(args: &Args, seed: Seed) -> anyhow::Result<Box<dyn Generator + Send>
             .try_into()
             .with_context(|| format!("--workload {text:?}"))?;
         if config.produces_flows() {
-            anyhow::bail!("--workload: {} produces flows, not messages", config.kind_name());
+            anyhow::bail!(
+                "--workload: {} produces flows, not messages",
+                config.kind_name()
+            );
         }
         if config.peer_behaviour() == thinstream_workload::PeerBehaviour::Echo && !args.expect_echo
         {
@@ -743,8 +746,7 @@ async fn run_paced(
     };
 
     loop {
-        let more = upcoming.is_some()
-            && args.duration.is_none_or(|d| start.elapsed() < d.to_std());
+        let more = upcoming.is_some() && args.duration.is_none_or(|d| start.elapsed() < d.to_std());
         let sending = more || queued.is_some();
         if !sending && (!args.expect_echo || echoed + report.corrupted >= report.sent) {
             break;
@@ -845,9 +847,7 @@ async fn run_paced(
     // ones count as lost), else (and when --duration ended the run) those
     // the workload produced until it stopped.
     let paced = args.trace.is_none() && args.profile.is_none() && args.workload.is_none();
-    let by_duration = args
-        .duration
-        .is_some_and(|d| start.elapsed() >= d.to_std());
+    let by_duration = args.duration.is_some_and(|d| start.elapsed() >= d.to_std());
     report.messages = if paced && !by_duration {
         args.count.unwrap_or(100)
     } else {
@@ -902,7 +902,9 @@ async fn run_paced(
                     },
                     // Echoes of a plain echo server.
                     Ok(_) => {}
-                    Err(e) => return Err(format!("the association ended before results came: {e}")),
+                    Err(e) => {
+                        return Err(format!("the association ended before results came: {e}"))
+                    }
                 }
             }
         };
@@ -978,7 +980,11 @@ async fn run_paced(
         "spurious",
         "estimate: duplicate TSNs the peer reported, matched to retransmissions (no receiver trace in real mode)".into(),
     );
-    for f in ["spurious_by_reason", "spurious_excluding_redundant", "t3_spurious"] {
+    for f in [
+        "spurious_by_reason",
+        "spurious_excluding_redundant",
+        "t3_spurious",
+    ] {
         notes.insert(
             f,
             "null: needs the receiver's trace (which copies had arrived when each retransmission left)".into(),
@@ -1026,9 +1032,12 @@ async fn run_paced(
                 "delivered",
                 "null: only the receiver knows (no one-way results)".into(),
             );
-            tally
-                .flow
-                .summary(LatencyKind::AckFromSend, ack_all.latency_ms(), ack_rows, None)
+            tally.flow.summary(
+                LatencyKind::AckFromSend,
+                ack_all.latency_ms(),
+                ack_rows,
+                None,
+            )
         }
     };
     report.retransmission_causes = causes(&tally.flow);
