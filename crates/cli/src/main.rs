@@ -22,6 +22,10 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only obscure the arguments"
+)]
 enum Command {
     /// Accept SCTP-over-UDP associations and echo or discard what arrives.
     Listen(listen::Args),

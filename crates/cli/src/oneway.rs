@@ -595,10 +595,10 @@ mod tests {
         let mut j = Joiner::new(true);
         let mut in_transit: Vec<(u64, Vec<u8>, u64)> = Vec::new(); // (deliver at step, payload, sent)
         let rtx = |id: u64| -> u32 {
-            if id % 100 == 0 {
+            if id.is_multiple_of(100) {
                 3
             } else {
-                u32::from(id % 10 == 0)
+                u32::from(id.is_multiple_of(10))
             }
         };
         let mut max_held = 0;
