@@ -694,3 +694,48 @@ fn clients_over_the_limit_are_counted_and_dropped() {
     assert_eq!(u(&report["over_limit"]["packets"]), 5);
     assert_eq!(report["clients"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn one_way_with_a_csv_trace_and_an_inline_workload() {
+    let _serial = serial();
+    // A trace: 30 messages, 5 ms apart, sizes 10..300 (the smallest below
+    // the 26-byte header).
+    let trace = scratch("trace.csv");
+    let mut text = String::from("time,size\n# a comment line\n");
+    let mut total = 0u64;
+    for i in 0..30u64 {
+        let size = 10 + i * 10;
+        total += size;
+        text += &format!("{},{size}\n", i * 5);
+    }
+    std::fs::write(&trace, text).unwrap();
+    let listener = Listener::start(&[]);
+    let s = send(
+        listener.addr,
+        &scratch("trace-send.json"),
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--trace-time-unit",
+            "ms",
+        ],
+    );
+    check_one_way(&s, 30);
+    // Sizes as in the trace, except messages below the header grow to it.
+    let padded = u(&s["one_way"]["padded_messages"]);
+    assert_eq!(padded, 2, "10 and 20 bytes are below 26");
+    assert_eq!(u(&s["bytes_sent"]), total + (26 - 10) + (26 - 20));
+    // Any message workload of the scenario files, inline.
+    let s = send(
+        listener.addr,
+        &scratch("inline-send.json"),
+        &[
+            "--workload",
+            r#"kind = "exponential", mean-iat = "5ms", bytes = 120, count = 40"#,
+            "--seed",
+            "4",
+        ],
+    );
+    check_one_way(&s, 40);
+    assert_eq!(u(&s["bytes_sent"]), 40 * 120);
+}
