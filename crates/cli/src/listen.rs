@@ -114,6 +114,7 @@ struct OneWayReport {
     malformed: u64,
     unjoined: u64,
     max_pending: u64,
+    out_of_order: u64,
     /// Whether the sender's end-of-run message came (else latencies of
     /// messages without retransmission news are not in the rows).
     ended: bool,
@@ -178,7 +179,9 @@ async fn serve(a: Association, ctx: Ctx) -> PeerReport {
                 r.bytes += m.data.len() as u64;
                 let j = joiner.get_or_insert_with(|| Joiner::new(keep));
                 let before = j.results().delivered;
-                if j.on_data(&m.data, now).is_some() && j.results().delivered > before {
+                if j.on_data(&m.data, now, m.stream, !m.unordered).is_some()
+                    && j.results().delivered > before
+                {
                     if let Some(h) = oneway::DataHeader::parse(&m.data) {
                         let mut live = ctx.live.lock().expect("not poisoned");
                         live.delivered += 1;
@@ -243,6 +246,7 @@ async fn serve(a: Association, ctx: Ctx) -> PeerReport {
             malformed: res.malformed,
             unjoined: res.unjoined,
             max_pending: res.max_pending,
+            out_of_order: res.out_of_order,
             ended,
             latency_ms: res.all().latency_ms(),
             by_retransmissions: res.rows(),

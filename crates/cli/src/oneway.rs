@@ -324,6 +324,8 @@ pub(crate) struct Results {
     pub(crate) unjoined: u64,
     /// Most delivered-but-unfiled messages held at once (the join's memory).
     pub(crate) max_pending: u64,
+    /// Ordered messages delivered after a later message of their stream.
+    pub(crate) out_of_order: u64,
     /// By retransmission count: 0, 1, 2, 3 or more.
     pub(crate) groups: [Group; 4],
 }
@@ -337,6 +339,7 @@ impl Results {
             self.malformed,
             self.unjoined,
             self.max_pending,
+            self.out_of_order,
         ] {
             b.extend_from_slice(&v.to_le_bytes());
         }
@@ -362,6 +365,7 @@ impl Results {
             malformed: next()?,
             unjoined: next()?,
             max_pending: next()?,
+            out_of_order: next()?,
             ..Results::default()
         };
         for g in &mut r.groups {
@@ -428,6 +432,8 @@ pub(crate) struct Joiner {
     results: Results,
     filed: Vec<Filed>,
     keep_filed: bool,
+    /// Highest id delivered per stream (ordered messages).
+    last_per_stream: BTreeMap<u16, u64>,
 }
 
 impl Joiner {
@@ -484,8 +490,16 @@ impl Joiner {
         }
     }
 
-    /// A data message delivered at `now_ns`; `None` if its header is bad.
-    pub(crate) fn on_data(&mut self, payload: &[u8], now_ns: u64) -> Option<()> {
+    /// A data message delivered at `now_ns` on `stream` (`ordered`: sent
+    /// ordered, so ids must grow within the stream); `None` if its header is
+    /// bad.
+    pub(crate) fn on_data(
+        &mut self,
+        payload: &[u8],
+        now_ns: u64,
+        stream: u16,
+        ordered: bool,
+    ) -> Option<()> {
         let Some(h) = DataHeader::parse(payload) else {
             self.results.malformed += 1;
             return None;
@@ -493,6 +507,13 @@ impl Joiner {
         if h.id < self.d || self.above.contains(&h.id) {
             self.results.duplicates += 1;
             return Some(());
+        }
+        if ordered {
+            let last = self.last_per_stream.entry(stream).or_insert(h.id);
+            if h.id < *last {
+                self.results.out_of_order += 1;
+            }
+            *last = (*last).max(h.id);
         }
         self.results.delivered += 1;
         self.above.insert(h.id);
@@ -617,8 +638,13 @@ mod tests {
             in_transit.sort_by_key(|(_, _, id)| *id);
             while in_transit.first().is_some_and(|(at, _, _)| *at <= step) {
                 let (_, p, id) = in_transit.remove(0);
-                j.on_data(&p, id * 1000 + 20_000_000 + u64::from(rtx(id)) * 1_000_000)
-                    .unwrap();
+                j.on_data(
+                    &p,
+                    id * 1000 + 20_000_000 + u64::from(rtx(id)) * 1_000_000,
+                    0,
+                    true,
+                )
+                .unwrap();
             }
             max_held = max_held.max(j.held());
             filed.extend(j.drain_filed());
@@ -632,6 +658,7 @@ mod tests {
         let r = j.results();
         assert_eq!(r.delivered, 1000);
         assert_eq!(r.unjoined, 0);
+        assert_eq!(r.out_of_order, 0);
         assert_eq!(filed.len(), 1000);
         for f in &filed {
             assert_eq!(u32::from(f.retransmissions), rtx(f.id), "message {}", f.id);

@@ -1010,6 +1010,9 @@ async fn run_paced(
         (Some(r), _) => {
             report.latency = "one-way";
             report.delivered = Some(r.delivered);
+            // The listener's count is the truth about delivery and order.
+            report.lost = report.lost.max(report.messages.saturating_sub(r.delivered));
+            report.out_of_order += r.out_of_order;
             let all = r.all();
             report.latency_ms = LatencyMs::of(&all);
             notes.insert(

@@ -433,6 +433,7 @@ fn check_one_way(s: &serde_json::Value, n: u64) {
     assert_eq!(u(&s["one_way"]["duplicates"]), 0, "each once");
     assert_eq!(u(&s["one_way"]["malformed"]), 0);
     assert_eq!(u(&s["one_way"]["unjoined"]), 0);
+    assert_eq!(u(&s["out_of_order"]), 0, "in order within each stream");
     let sm = &s["summary"];
     assert_eq!(sm["latency"], "application");
     assert_eq!(u(&sm["messages"]), n, "control messages are not counted");
