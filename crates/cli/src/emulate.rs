@@ -47,6 +47,10 @@ pub(crate) struct Args {
     /// Most payload bytes held per direction.
     #[arg(long, default_value_t = HoldLimit::default().bytes)]
     hold_bytes: usize,
+    /// Most clients (source addresses); each gets its own upstream socket
+    /// and links. Datagrams from further clients are counted and dropped.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    max_clients: u32,
     /// Allow --listen/--to outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     allow_non_loopback: bool,
@@ -73,6 +77,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         allow_non_loopback: args.allow_non_loopback,
         duration: args.duration,
         count: args.count,
+        max_clients: args.max_clients as usize,
     };
     // One thread: the relay loop is one task and one core.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -105,18 +110,33 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
 
 fn render(r: &EmulatorReport) -> String {
     let mut s = format!(
-        "emulate: stopped by {} after {:.1} s; client {}\n",
+        "emulate: stopped by {} after {:.1} s; {} client{}{}\n",
         r.stopped_by,
         r.elapsed_s,
-        r.client.map_or("none".to_string(), |c| c.to_string())
+        r.clients.len(),
+        if r.clients.len() == 1 { "" } else { "s" },
+        if r.clients.len() > 1 {
+            " (totals, then per client)"
+        } else {
+            ""
+        }
     );
     for (name, d) in [("forward", &r.forward), ("reverse", &r.reverse)] {
         s += &direction(name, d);
     }
-    if r.unknown_source.packets + r.before_client.packets > 0 {
+    for c in r.clients.iter().filter(|_| r.clients.len() > 1) {
         s += &format!(
-            "  discarded: {} from unknown sources, {} from the server before any client\n",
-            r.unknown_source.packets, r.before_client.packets
+            "  client {} {} (upstream {}):\n",
+            c.index, c.addr, c.upstream
+        );
+        for (name, d) in [("forward", &c.forward), ("reverse", &c.reverse)] {
+            s += &direction(name, d);
+        }
+    }
+    if r.unknown_source.packets + r.server_at_listen.packets + r.over_limit.packets > 0 {
+        s += &format!(
+            "  discarded: {} from clients over the limit of {}, {} from unknown sources, {} from the server at the listening address\n",
+            r.over_limit.packets, r.max_clients, r.unknown_source.packets, r.server_at_listen.packets
         );
     }
     s

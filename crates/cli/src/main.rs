@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod emulate;
 mod listen;
 mod mechanisms;
+mod oneway;
 mod reproduce;
 mod run;
 mod send;
@@ -22,6 +23,10 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only obscure the arguments"
+)]
 enum Command {
     /// Accept SCTP-over-UDP associations and echo or discard what arrives.
     Listen(listen::Args),
@@ -33,19 +38,21 @@ enum Command {
     Reproduce(reproduce::Args),
     /// Relay UDP through emulated links in real time (delay, loss, rate, ...).
     ///
-    /// The first datagram from a source other than --to defines the client (one
-    /// client per emulator: the server sees the emulator's --listen address as
-    /// its peer, so replies could not be told apart; datagrams from any other
-    /// address are counted and discarded). Client datagrams pass the --forward
-    /// link to --to; datagrams from --to pass the --reverse link back to the
-    /// client. Links use the scenario files' netem-like words, e.g.
+    /// Every source address other than --to is a client (up to --max-clients;
+    /// further ones are counted and discarded). Each client gets its own
+    /// upstream socket (an ephemeral port on the --listen address: the server
+    /// sees one peer per client, as behind a NAT) and its own --forward and
+    /// --reverse links, seeded from --seed and the client's index (order of
+    /// first appearance). Client datagrams pass its --forward link to --to;
+    /// datagrams from --to to its upstream socket pass its --reverse link back
+    /// to the client. Links use the scenario files' netem-like words, e.g.
     /// "delay 50ms 5ms loss 5%", "loss gemodel 1% 10% 70% 0.1%",
     /// "rate 2mbit limit 50", "reorder 1% gap 5", "duplicate 1%",
     /// "outage 10s 2s", "loss-trace 0010... repeat".
     ///
-    /// Statistics (per direction: packets in/out, drops by cause, release
-    /// timing error p50/p99/max) are printed on exit: Ctrl-C, --duration, or
-    /// --count.
+    /// Statistics (per direction, totals and per client: packets in/out, drops
+    /// by cause, release timing error p50/p99/max) are printed on exit: Ctrl-C,
+    /// --duration, or --count.
     Emulate(emulate::Args),
     /// List the SCTP mechanisms and presets (or expand one preset string).
     Mechanisms(mechanisms::Args),

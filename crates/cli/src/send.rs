@@ -1,6 +1,12 @@
 //! `thinstream send`: a thin stream of messages to a listener, with a
 //! latency report. Exits non-zero if anything was lost, corrupted, or the
 //! association failed.
+//!
+//! Memory is bounded in the number of messages: the sender analyses its
+//! trace as it goes ([`thinstream_metrics::StreamingFlow`]: state only for
+//! messages not yet acknowledged), keeps latencies in HDR histograms, and
+//! writes per-message records only with `--records FILE`, streamed to the
+//! file. One-way latency: see [`crate::oneway`] and docs/one-way.md.
 
 #![allow(
     clippy::disallowed_methods,
@@ -9,35 +15,54 @@
 
 use anyhow::Context;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use thinstream::trace::Record;
 use thinstream::TransportConfig as Config;
 use thinstream::{
     AssociationConfig, AssociationError, Endpoint, EndpointConfig, SendError, SendOptions,
 };
 use thinstream_base::{Duration, Seed};
-use thinstream_metrics::{
-    AnalysisOptions, DuplicateReport, FlowAnalysis, FlowInput, LatencyKind, LatencyStats,
-    OwdCorrection,
-};
+use thinstream_metrics::LatencyKind;
 
+use crate::oneway::{self, Group, News, Results, PPID_CONTROL, PPID_DATA};
 use crate::util::{parse_duration, parse_size, SizeSpec};
+use thinstream_metrics::{StreamingFlow, Summary};
+use thinstream_workload::{Generator, ProfileName, WorkloadConfig};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// The listener's UDP address (SCTP over UDP, RFC 6951).
     #[arg(long)]
     to: SocketAddr,
-    /// Number of messages to send.
-    #[arg(long, default_value_t = 100)]
-    count: u64,
-    /// Message size in bytes: `N`, or `MIN..MAX` drawn per message from the seed.
+    /// Number of messages to send (default 100 for the --iat workload;
+    /// profiles, --workload and traces run until their end or --duration).
+    #[arg(long)]
+    count: Option<u64>,
+    /// Message size in bytes: `N`, or `MIN..MAX` drawn per message from the
+    /// seed (the --iat workload). One-way messages are at least 26 bytes
+    /// (the header); smaller ones are sent as 26 bytes and counted.
     #[arg(long, default_value = "100", value_parser = parse_size)]
     size: SizeSpec,
     /// Time between messages (`250ms`, `1s`, `0` for back to back).
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    #[arg(long, alias = "iat", default_value = "250ms", value_parser = parse_duration)]
     interval: Duration,
+    /// Workload: an application profile of the workload crate (002 Table
+    /// 2.1), e.g. anarchy-online, wow, age-of-conan, casa, ssh, rdp,
+    /// skype-udp, bzflag, halo3-high (list: an unknown name prints them).
+    #[arg(long, value_parser = parse_profile, conflicts_with_all = ["trace", "workload"])]
+    profile: Option<ProfileName>,
+    /// Workload: replay a CSV trace (`time,size[,stream]` per line, the
+    /// scenario files' `trace-csv` format; times in --trace-time-unit).
+    #[arg(long, conflicts_with = "workload")]
+    trace: Option<std::path::PathBuf>,
+    /// Unit of the trace's time column: `ms` or `s`.
+    #[arg(long, default_value = "ms", value_parser = ["ms", "s"])]
+    trace_time_unit: String,
+    /// Workload: any workload of the scenario files as an inline TOML
+    /// table body, e.g. `kind = "exponential", mean-iat = "100ms", bytes = 100`.
+    #[arg(long)]
+    workload: Option<String>,
     /// Spread messages round robin over this many streams.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     streams: u16,
@@ -46,11 +71,28 @@ pub(crate) struct Args {
     unordered: bool,
     /// Expect every message back (from `thinstream listen --echo` or any echo
     /// server) and check its content; latency is then the round trip.
+    /// Without it, latency is one way: each message carries its id and its
+    /// send time on CLOCK_MONOTONIC (shared by every process of the host, so
+    /// sender and `thinstream listen` must run on the same host), the
+    /// listener measures delivery latency and returns its results at the
+    /// end. With another receiver, the report falls back to ACK latency.
     #[arg(long)]
     expect_echo: bool,
-    /// Write the report as JSON to this file.
+    /// Write the report as JSON to this file. `summary` holds the fields of
+    /// `thinstream run`'s per-variant summary (latency "application" =
+    /// one-way delivery latency, no OWD removed).
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Write one line per message to this CSV file as messages become
+    /// final: message,stream,bytes,retransmissions,ack_ms,abandoned.
+    /// Without it no per-message record is kept: the sender holds state only
+    /// for messages not yet acknowledged, the last 16384 retransmitted
+    /// pieces (spurious estimate) and HDR histograms (3 significant digits).
+    #[arg(long)]
+    records: Option<std::path::PathBuf>,
+    /// How long to wait for the listener's one-way results after the end.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    result_timeout: Duration,
     /// Local UDP address (default: an ephemeral port on the matching loopback).
     #[arg(long)]
     bind: Option<SocketAddr>,
@@ -105,9 +147,16 @@ pub(crate) struct Args {
     /// Stop sending after this time even if --count is not reached.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// Print nothing but errors (the JSON file still gets the report).
+    /// Print nothing but errors (the JSON file still gets the report). The
+    /// live progress line (stderr, once a second: messages sent and
+    /// acknowledged, ACK latency p50/p99, retransmissions) is shown only
+    /// when stderr is a terminal.
     #[arg(long, short)]
     quiet: bool,
+}
+
+fn parse_profile(s: &str) -> Result<ProfileName, String> {
+    ProfileName::parse(s).map_err(|e| e.to_string())
 }
 
 /// A seed for interactive use when none was given.
@@ -143,10 +192,16 @@ struct Report {
     bytes_sent: u64,
     acked: u64,
     echoed: Option<u64>,
+    /// One-way mode: messages the listener delivered (distinct), `null`
+    /// when it returned no results.
+    delivered: Option<u64>,
     corrupted: u64,
     out_of_order: u64,
     lost: u64,
     association_error: Option<String>,
+    /// What `latency_ms` measures: `one-way` (send → delivered to the
+    /// listening application), `round-trip`, `ack` (send → acknowledged)
+    /// or `none (bulk)`.
     latency: &'static str,
     latency_ms: Option<LatencyMs>,
     retransmissions: u64,
@@ -166,6 +221,22 @@ struct Report {
     /// spurious ones).
     spurious_estimate: Option<u64>,
     elapsed_s: f64,
+    /// The fields of `thinstream run`'s per-variant summary (results.json),
+    /// from this run; `null` fields cannot be computed in real mode (see
+    /// `summary_notes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<Summary>,
+    /// Retransmitted pieces by retransmission number and reason, as
+    /// results.json's `retransmission_causes` (`spurious` is `null`: it
+    /// needs the receiver's trace).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    retransmission_causes: Vec<thinstream_lab::results::CauseRow>,
+    /// How the summary was obtained and why fields are `null`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    summary_notes: BTreeMap<&'static str, String>,
+    /// One-way mode: the measurement's own facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    one_way: Option<OneWay>,
     /// Bulk mode: payload bytes over the time from the first send to the
     /// last acknowledgement, in Mbit/s.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -180,6 +251,29 @@ struct Report {
     stats: Option<thinstream::AssociationStats>,
 }
 
+/// Facts of a one-way measurement.
+#[derive(Debug, Default, serde::Serialize)]
+struct OneWay {
+    /// The clock of the send timestamps and delivery times.
+    clock: &'static str,
+    /// Whether the listener returned its results (else why not).
+    results: String,
+    /// Messages sent larger than asked because they were below the header size.
+    padded_messages: u64,
+    /// Messages the listener received twice / with a bad header.
+    duplicates: Option<u64>,
+    malformed: Option<u64>,
+    /// Delivered messages the listener could not join with a
+    /// retransmission count (should be 0).
+    unjoined: Option<u64>,
+    /// Memory of the measurement: most messages the sender held open, most
+    /// retransmission counts waiting to be told, most delivered messages the
+    /// listener held before their count was known.
+    max_open_messages: u64,
+    max_untold: u64,
+    max_pending_at_listener: Option<u64>,
+}
+
 /// CPU time (user + system) this process has used, from /proc (Linux).
 fn process_cpu_s() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
@@ -192,6 +286,8 @@ fn process_cpu_s() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
+/// Percentiles from HDR histograms (3 significant digits: within 0.1%);
+/// min, mean and max exact.
 #[derive(Debug, serde::Serialize)]
 struct LatencyMs {
     min: f64,
@@ -202,23 +298,25 @@ struct LatencyMs {
     max: f64,
 }
 
-impl From<LatencyStats> for LatencyMs {
-    fn from(s: LatencyStats) -> Self {
-        LatencyMs {
-            min: s.min.as_millis_f64(),
-            mean: s.mean_ms(),
-            p50: s.p50.as_millis_f64(),
-            p90: s.p90.as_millis_f64(),
-            p99: s.p99.as_millis_f64(),
-            max: s.max.as_millis_f64(),
-        }
+impl LatencyMs {
+    fn of(g: &Group) -> Option<LatencyMs> {
+        Some(LatencyMs {
+            min: g.min_ms()?,
+            mean: g.mean_ms()?,
+            p50: g.quantile_ms(0.5)?,
+            p90: g.quantile_ms(0.9)?,
+            p99: g.quantile_ms(0.99)?,
+            max: g.max_ms()?,
+        })
     }
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
-    if args.count == 0 {
+    if args.count == Some(0) {
         anyhow::bail!("--count must be at least 1");
     }
+    // Fail before connecting if the workload does not build.
+    schedule(&args, Seed(0))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -246,7 +344,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
 
 fn print_report(r: &Report) {
     println!(
-        "sent {}/{} messages ({} bytes) to {}; acknowledged {}{}",
+        "sent {}/{} messages ({} bytes) to {}; acknowledged {}{}{}",
         r.sent,
         r.messages,
         r.bytes_sent,
@@ -254,6 +352,10 @@ fn print_report(r: &Report) {
         r.acked,
         match r.echoed {
             Some(e) => format!("; echoed {e}"),
+            None => String::new(),
+        },
+        match r.delivered {
+            Some(d) => format!("; delivered {d} (listener)"),
             None => String::new(),
         }
     );
@@ -278,6 +380,35 @@ fn print_report(r: &Report) {
             r.latency, l.min, l.mean, l.p50, l.p90, l.p99, l.max
         );
     }
+    if let Some(s) = &r.summary {
+        let rows: Vec<String> = s
+            .by_retransmissions
+            .iter()
+            .filter(|row| row.count > 0)
+            .map(|row| {
+                format!(
+                    "{}{}: {} msgs p50 {:.1} p99 {:.1}",
+                    row.retransmissions,
+                    if row.or_more { "+" } else { "" },
+                    row.count,
+                    row.p50_ms.unwrap_or(0.0),
+                    row.p99_ms.unwrap_or(0.0)
+                )
+            })
+            .collect();
+        if !rows.is_empty() {
+            println!(
+                "by retransmissions ({} latency, ms): {}",
+                s.latency.name(),
+                rows.join("; ")
+            );
+        }
+    }
+    if let Some(w) = &r.one_way {
+        if w.results != "returned" {
+            println!("one-way: {}", w.results);
+        }
+    }
     if let (Some(g), Some(gap)) = (r.goodput_mbps, r.max_send_gap_ms) {
         println!(
             "goodput {g:.1} Mbit/s, longest send stall {gap:.1} ms, CPU {} us/message",
@@ -297,6 +428,105 @@ fn print_report(r: &Report) {
     );
 }
 
+/// The `--iat`/`--size` workload: messages every `interval` (0: back to
+/// back), sizes from the seed, round robin over the streams.
+struct Paced {
+    next: u64,
+    count: u64,
+    interval: Duration,
+    size: SizeSpec,
+    streams: u16,
+    unordered: bool,
+    sizes: thinstream_base::Rng,
+}
+
+impl Generator for Paced {
+    fn next_message(&mut self) -> Option<thinstream_workload::Message> {
+        if self.next >= self.count {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        let bytes = self
+            .sizes
+            .range_inclusive(self.size.min as u64, self.size.max as u64) as u32;
+        Some(thinstream_workload::Message {
+            at: thinstream_base::Instant::ZERO + self.interval.saturating_mul(i),
+            stream: (i % u64::from(self.streams)) as u16,
+            bytes,
+            unordered: self.unordered,
+        })
+    }
+}
+
+/// The message schedule the arguments ask for (times from `Instant::ZERO`).
+fn schedule(args: &Args, seed: Seed) -> anyhow::Result<Box<dyn Generator + Send>> {
+    let duration = args.duration;
+    let config = if let Some(name) = args.profile {
+        if args.count.is_none() && duration.is_none() {
+            anyhow::bail!("--profile needs --count or --duration (profiles do not end)");
+        }
+        WorkloadConfig::Profile {
+            name,
+            iid: false,
+            streams: args.streams,
+            unordered: args.unordered,
+            count: args.count,
+            duration,
+        }
+    } else if let Some(path) = &args.trace {
+        WorkloadConfig::TraceCsv {
+            path: path.clone(),
+            time_unit: serde_json::from_value(serde_json::Value::String(
+                args.trace_time_unit.clone(),
+            ))
+            .context("--trace-time-unit")?,
+            stream: 0,
+            streams: args.streams,
+            unordered: args.unordered,
+            count: args.count,
+            duration,
+        }
+    } else if let Some(text) = &args.workload {
+        let table: toml::Table = toml::from_str(&format!("w = {{ {text} }}"))
+            .with_context(|| format!("--workload {text:?} is not a TOML table body"))?;
+        let w = table.get("w").cloned().expect("parsed above");
+        let mut config: WorkloadConfig = w
+            .try_into()
+            .with_context(|| format!("--workload {text:?}"))?;
+        if config.produces_flows() {
+            anyhow::bail!(
+                "--workload: {} produces flows, not messages",
+                config.kind_name()
+            );
+        }
+        if config.peer_behaviour() == thinstream_workload::PeerBehaviour::Echo && !args.expect_echo
+        {
+            anyhow::bail!("--workload: an echo workload needs --expect-echo");
+        }
+        if let Ok(dir) = std::env::current_dir() {
+            config.resolve_paths(&dir);
+        }
+        config
+    } else {
+        return Ok(Box::new(Paced {
+            next: 0,
+            count: args.count.unwrap_or(100),
+            interval: args.interval,
+            size: args.size,
+            streams: args.streams,
+            unordered: args.unordered,
+            sizes: seed.derive("cli.send.sizes").rng(),
+        }));
+    };
+    config
+        .build(
+            thinstream_base::Instant::ZERO,
+            seed.derive("cli.send.workload"),
+        )
+        .map_err(|e| anyhow::anyhow!("workload: {e}"))
+}
+
 async fn run(args: &Args) -> anyhow::Result<Report> {
     let bind = args.bind.unwrap_or_else(|| {
         if args.to.is_ipv6() {
@@ -312,18 +542,24 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     ep_config.segmentation_offload(!args.no_gso);
     let endpoint = Endpoint::bind(bind, ep_config)?;
     let seed = Seed(args.seed.unwrap_or_else(seed_from_clock));
-    let sizes = seed.derive("cli.send.sizes").rng();
     let mut transport = args.preset.clone();
     transport.local_port = args.local_sctp_port;
     transport.remote_port = args.sctp_port;
     transport.max_message_size = args.size.max.max(transport.max_message_size);
     transport.interleaving |= args.interleave;
+    let streams = if args.trace.is_some() || args.workload.is_some() || args.profile.is_some() {
+        // Workloads name their streams; open as many as any may use.
+        args.streams.max(16)
+    } else {
+        args.streams
+    };
     let mut config = AssociationConfig::from_transport(transport);
     config.trace(!args.bulk);
+    config.streams(streams);
 
     let mut report = Report {
         to: args.to.to_string(),
-        messages: args.count,
+        messages: args.count.unwrap_or(100),
         latency: if args.expect_echo {
             "round-trip"
         } else {
@@ -341,7 +577,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         Ok(Ok(a)) => a,
         Ok(Err(e)) => {
             report.association_error = Some(e.to_string());
-            report.lost = args.count;
+            report.lost = report.messages;
             return Ok(report);
         }
         Err(_) => {
@@ -349,7 +585,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 "no association with {} within {}",
                 args.to, args.connect_timeout
             ));
-            report.lost = args.count;
+            report.lost = report.messages;
             return Ok(report);
         }
     };
@@ -375,44 +611,147 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let mut report = if args.bulk {
         run_bulk(args, a, report).await?
     } else {
-        run_paced(args, a, report, sizes).await?
+        run_paced(args, a, report, seed).await?
     };
     report.peer_restarts = restarts.await.unwrap_or(0);
     Ok(report)
 }
 
-/// Messages at the given interval, with echo checks and latency analysis.
+/// The sender's running analysis: its trace read as it goes, latencies in
+/// histograms, optional per-message records.
+struct Tally {
+    flow: StreamingFlow,
+    news: News,
+    /// ACK latency (submitted → acknowledged) by retransmission count.
+    ack: [Group; 4],
+    acked: u64,
+    /// First abandoned message per stream.
+    first_abandoned: BTreeMap<u16, u64>,
+    records: Option<std::io::BufWriter<std::fs::File>>,
+    max_open: usize,
+}
+
+impl Tally {
+    fn absorb(&mut self, records: Vec<thinstream::trace::Record>) -> anyhow::Result<()> {
+        for r in &records {
+            self.flow
+                .push(r)
+                .map_err(|e| anyhow::anyhow!("analysing the association's trace: {e}"))?;
+        }
+        self.max_open = self.max_open.max(self.flow.open_messages());
+        for f in self.flow.drain_finished() {
+            self.news.finished(f.message, f.retransmissions);
+            let ack = f.acked.map(|t| t.saturating_duration_since(f.submitted));
+            if let Some(l) = ack {
+                self.acked += 1;
+                self.ack[(f.retransmissions as usize).min(3)].record(l.as_nanos());
+            }
+            if f.abandoned {
+                let e = self.first_abandoned.entry(f.stream).or_insert(f.message);
+                *e = (*e).min(f.message);
+            }
+            if let Some(w) = &mut self.records {
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{}",
+                    f.message,
+                    f.stream,
+                    f.bytes,
+                    f.retransmissions,
+                    ack.map_or(String::new(), |l| format!("{:.3}", l.as_millis_f64())),
+                    f.abandoned
+                )
+                .context("writing --records")?;
+            }
+        }
+        let seen = self.flow.messages();
+        self.news
+            .set_watermark(self.flow.lowest_open().unwrap_or(seen).min(seen));
+        Ok(())
+    }
+
+    fn ack_all(&self) -> Group {
+        let mut g = Group::default();
+        for x in &self.ack {
+            g.merge(x);
+        }
+        g
+    }
+}
+
+/// Messages from the workload, with echo checks or one-way headers, and the
+/// latency analysis.
 async fn run_paced(
     args: &Args,
     a: thinstream::Association,
     mut report: Report,
-    mut sizes: thinstream_base::Rng,
+    seed: Seed,
 ) -> anyhow::Result<Report> {
+    let one_way = !args.expect_echo;
+    let mut workload = schedule(args, seed)?;
+    let mut upcoming = workload.next_message();
     let start = std::time::Instant::now();
     let linger = args.linger.to_std();
+    let progress = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let records = match &args.records {
+        Some(p) => {
+            let mut w = std::io::BufWriter::new(
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            );
+            writeln!(w, "message,stream,bytes,retransmissions,ack_ms,abandoned")?;
+            Some(w)
+        }
+        None => None,
+    };
+    let mut tally = Tally {
+        flow: StreamingFlow::new(),
+        news: News::default(),
+        ack: Default::default(),
+        acked: 0,
+        first_abandoned: BTreeMap::new(),
+        records,
+        max_open: 0,
+    };
     // Outstanding echoes by content, oldest first; per-stream order check.
     let mut waiting: HashMap<Vec<u8>, VecDeque<(u64, std::time::Instant)>> = HashMap::new();
     let mut next_echo_per_stream: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut rtts: Vec<Duration> = Vec::new();
+    let mut rtts = Group::default();
     let mut echoed = 0u64;
-    let mut echoed_indices: Vec<u64> = Vec::new();
-    let mut next = 0u64;
-    let mut closed_error: Option<AssociationError> = None;
     let partial = args.lifetime_ms.is_some() || args.max_rtx.is_some();
+    // Only under partial reliability (to count echoes after an abandoned
+    // message): echoed indices, one per echo.
+    let mut echoed_indices: Vec<(u16, u64)> = Vec::new();
+    let mut next = 0u64;
+    let mut padded = 0u64;
+    let mut closed_error: Option<AssociationError> = None;
     let mut last_send = start;
     // The message being handed to the association (its send may wait).
     type Queued<'a> =
         std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), SendError>> + 'a>>;
     let mut queued: Option<Queued<'_>> = None;
     let mut queued_body: Vec<u8> = Vec::new();
+    let mut queued_len = 0usize;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_progress = start;
+    let show = |tally: &Tally, sent: u64, a: &thinstream::Association| {
+        let g = tally.ack_all();
+        eprint!(
+            "\rsent {sent}  acked {}  ack latency p50 {:.1} ms p99 {:.1} ms  retransmissions {}   ",
+            tally.acked,
+            g.quantile_ms(0.5).unwrap_or(0.0),
+            g.quantile_ms(0.99).unwrap_or(0.0),
+            a.stats().retransmitted_chunks()
+        );
+    };
 
     loop {
-        let sending =
-            next < args.count && args.duration.is_none_or(|d| start.elapsed() < d.to_std());
-        if !sending && (!args.expect_echo || echoed + report.corrupted >= args.count) {
+        let more = upcoming.is_some() && args.duration.is_none_or(|d| start.elapsed() < d.to_std());
+        let sending = more || queued.is_some();
+        if !sending && (!args.expect_echo || echoed + report.corrupted >= report.sent) {
             break;
         }
-        let due = start + args.interval.saturating_mul(next).to_std();
+        let due = upcoming.map_or(start, |m| start + m.at.since_epoch().to_std());
         let give_up = last_send + linger;
         tokio::select! {
             r = a.recv(), if args.expect_echo => match r {
@@ -420,10 +759,15 @@ async fn run_paced(
                     let at = std::time::Instant::now();
                     match waiting.get_mut(&m.data[..]).and_then(|q| q.pop_front()) {
                         Some((index, sent_at)) => {
+                            if waiting.get(&m.data[..]).is_some_and(VecDeque::is_empty) {
+                                waiting.remove(&m.data[..]);
+                            }
                             echoed += 1;
-                            echoed_indices.push(index);
-                            rtts.push(Duration::from_nanos((at - sent_at).as_nanos() as u64));
-                            if !args.unordered {
+                            if partial {
+                                echoed_indices.push((m.stream, index));
+                            }
+                            rtts.record((at - sent_at).as_nanos() as u64);
+                            if !m.unordered {
                                 // Within one ordered stream echoes come back in send order.
                                 let expect = next_echo_per_stream.entry(m.stream).or_insert(0);
                                 if index < *expect { report.out_of_order += 1; }
@@ -436,18 +780,25 @@ async fn run_paced(
                 Err(e) => { closed_error = Some(e); break; }
             },
             e = a.closed(), if !args.expect_echo => { closed_error = Some(e); break; }
-            _ = tokio::time::sleep_until(due.into()), if sending && queued.is_none() => {
-                let size = sizes.range_inclusive(args.size.min as u64, args.size.max as u64) as usize;
-                let body = payload(next, size);
-                let stream = (next % u64::from(args.streams)) as u16;
+            _ = tokio::time::sleep_until(due.into()), if more && queued.is_none() => {
+                let m = upcoming.take().expect("sending");
+                upcoming = workload.next_message();
+                let size = m.bytes as usize;
+                let body = if one_way {
+                    if size < oneway::HEADER { padded += 1; }
+                    tally.news.message(next, oneway::mono_ns(), size)
+                } else {
+                    payload(next, size)
+                };
                 let options = SendOptions {
-                    unordered: args.unordered,
+                    unordered: m.unordered || args.unordered,
+                    ppid: if one_way { PPID_DATA } else { 0 },
                     lifetime: args.lifetime_ms.map(std::time::Duration::from_millis),
                     max_retransmissions: args.max_rtx,
-                    ..SendOptions::default()
                 };
-                queued = Some(Box::pin(a.send(stream, body.clone(), options)));
-                queued_body = body;
+                queued_len = body.len();
+                queued = Some(Box::pin(a.send(m.stream, body.clone(), options)));
+                queued_body = if args.expect_echo { body } else { Vec::new() };
             }
             // Waits while the send buffer is full, reading echoes meanwhile:
             // an echo server with bounded buffers stops reading while its
@@ -458,7 +809,7 @@ async fn run_paced(
                     Ok(()) => {
                         let now = std::time::Instant::now();
                         report.sent += 1;
-                        report.bytes_sent += queued_body.len() as u64;
+                        report.bytes_sent += queued_len as u64;
                         if args.expect_echo {
                             waiting.entry(std::mem::take(&mut queued_body)).or_default().push_back((next, now));
                         }
@@ -477,18 +828,39 @@ async fn run_paced(
             _ = tokio::time::sleep(std::time::Duration::from_millis(20)), if !sending && partial => {
                 let s = a.stats();
                 let idle = s.buffered_send_bytes == 0 && s.flight_bytes == 0;
-                if idle && (!args.expect_echo || echoed + report.corrupted + s.abandoned_messages >= args.count) {
+                if idle && (!args.expect_echo || echoed + report.corrupted + s.abandoned_messages >= report.sent) {
                     break;
+                }
+            }
+            // The trace, read as it grows (bounded memory), and the
+            // progress line.
+            _ = tick.tick() => {
+                tally.absorb(a.take_trace())?;
+                if progress && last_progress.elapsed() >= std::time::Duration::from_secs(1) {
+                    last_progress = std::time::Instant::now();
+                    show(&tally, report.sent, &a);
                 }
             }
         }
     }
+    // Messages of the run: all of --count for the --iat workload (unsent
+    // ones count as lost), else (and when --duration ended the run) those
+    // the workload produced until it stopped.
+    let paced = args.trace.is_none() && args.profile.is_none() && args.workload.is_none();
+    let by_duration = args.duration.is_some_and(|d| start.elapsed() >= d.to_std());
+    report.messages = if paced && !by_duration {
+        args.count.unwrap_or(100)
+    } else {
+        report.sent + u64::from(queued.is_some())
+    };
+    drop(queued);
 
     // Within what is left of the linger time: wait until everything is
-    // acknowledged, then close gracefully (aborting if the time runs out).
+    // acknowledged.
+    let give_up = last_send + linger;
     if closed_error.is_none() {
-        let give_up = last_send + linger;
         loop {
+            tally.absorb(a.take_trace())?;
             let s = a.stats();
             if s.buffered_send_bytes == 0 && s.flight_bytes == 0 {
                 break;
@@ -498,6 +870,59 @@ async fn run_paced(
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
+    }
+    tally.absorb(a.take_trace())?;
+
+    // One way: tell the listener the rest of the retransmission counts,
+    // and read its results.
+    let mut results: Option<Results> = None;
+    let mut results_note = String::from("not requested");
+    if one_way && closed_error.is_none() {
+        let open: Vec<(u64, u32)> = tally.flow.open_retransmissions().collect();
+        for (id, r) in open {
+            tally.news.finished(id, r);
+        }
+        let ends = tally.news.end(report.sent);
+        let opts = SendOptions {
+            ppid: PPID_CONTROL,
+            ..SendOptions::default()
+        };
+        results_note = "the listener returned no results (is it `thinstream listen`?)".into();
+        let wait = async {
+            for e in ends {
+                if let Err(e) = a.send(0, e, opts).await {
+                    return Err(format!("cannot send the end of the run: {e}"));
+                }
+            }
+            loop {
+                match a.recv().await {
+                    Ok(m) if m.ppid == PPID_CONTROL => match Results::decode(&m.data) {
+                        Some(r) => return Ok(r),
+                        None => return Err("the listener's results do not parse".into()),
+                    },
+                    // Echoes of a plain echo server.
+                    Ok(_) => {}
+                    Err(e) => {
+                        return Err(format!("the association ended before results came: {e}"))
+                    }
+                }
+            }
+        };
+        match tokio::time::timeout(args.result_timeout.to_std(), wait).await {
+            Ok(Ok(r)) => {
+                results = Some(r);
+                results_note = "returned".into();
+            }
+            Ok(Err(e)) => results_note = e,
+            Err(_) => {}
+        }
+    }
+    // The flow is the workload's messages: records of the end exchange
+    // (its messages, their SACKs, the shutdown) are not analysed in one-way
+    // mode.
+    let absorb_more = !one_way;
+
+    if closed_error.is_none() {
         let left = give_up
             .saturating_duration_since(std::time::Instant::now())
             .max(std::time::Duration::from_millis(200));
@@ -508,6 +933,9 @@ async fn run_paced(
                 a.closed().await
             }
         });
+    }
+    if progress {
+        eprintln!();
     }
     report.elapsed_s = start.elapsed().as_secs_f64();
     if let Some(e) = closed_error {
@@ -522,67 +950,142 @@ async fn run_paced(
     report.forward_tsns_sent = stats.forward_tsns_sent;
     report.interleaving = stats.interleaving;
     report.stats = Some(stats);
-    let records = a.take_trace();
-
-    // Acknowledged messages and ACK latency, from the trace records; the
-    // peer's duplicate-TSN reports estimate which retransmissions were
-    // spurious (no receiver trace exists in real mode).
-    let duplicates: Vec<DuplicateReport> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::DuplicateReported { time, units } => Some(DuplicateReport {
-                time: *time,
-                units: *units,
-            }),
-            _ => None,
-        })
-        .collect();
-    let analysis = FlowAnalysis::build(
-        FlowInput {
-            sender: &records,
-            receiver: None,
-            app_sends: None,
-            duplicate_reports: Some(&duplicates),
-        },
-        AnalysisOptions {
-            owd: OwdCorrection::None,
-            summary_latency: LatencyKind::AckFromSend,
-        },
-    )
-    .context("analysing the association's trace")?;
-    report.spurious_estimate = analysis.spurious();
-    report.acked = analysis
-        .messages()
-        .iter()
-        .filter(|m| analysis.latency(m, LatencyKind::AckFromSend).is_some())
-        .count() as u64;
-    // The first abandoned message per stream (message ids are our indices:
-    // both count accepted sends from 0).
-    let mut first_abandoned: BTreeMap<u16, u64> = BTreeMap::new();
-    for m in analysis.messages().iter().filter(|m| m.abandoned) {
-        let e = first_abandoned.entry(m.stream).or_insert(m.message);
-        *e = (*e).min(m.message);
+    let rest = a.take_trace();
+    if absorb_more {
+        tally.absorb(rest)?;
     }
-    if !args.unordered {
+    tally.flow.finish();
+    tally.absorb(Vec::new())?;
+    if let Some(w) = &mut tally.records {
+        w.flush().context("writing --records")?;
+    }
+    // The control messages of the end exchange are not workload messages.
+    let data_messages = report.sent;
+    report.spurious_estimate = Some(tally.flow.spurious_estimate());
+    report.acked = tally.acked.min(data_messages);
+    if !args.unordered && partial {
         report.echoed_after_abandoned = echoed_indices
             .iter()
-            .filter(|&&i| {
-                let stream = (i % u64::from(args.streams)) as u16;
-                first_abandoned.get(&stream).is_some_and(|&a| i > a)
-            })
+            .filter(|(stream, i)| tally.first_abandoned.get(stream).is_some_and(|a| i > a))
             .count() as u64;
     }
+    let ack_all = tally.ack_all();
+    let ack_rows = Results {
+        groups: tally.ack.clone(),
+        ..Results::default()
+    }
+    .rows();
+    let mut notes: BTreeMap<&'static str, String> = BTreeMap::new();
+    notes.insert(
+        "spurious",
+        "estimate: duplicate TSNs the peer reported, matched to retransmissions (no receiver trace in real mode)".into(),
+    );
+    for f in [
+        "spurious_by_reason",
+        "spurious_excluding_redundant",
+        "t3_spurious",
+    ] {
+        notes.insert(
+            f,
+            "null: needs the receiver's trace (which copies had arrived when each retransmission left)".into(),
+        );
+    }
+    notes.insert(
+        "loss_rate",
+        "eq. 5.2 (002 §5.1.7): packets carrying a retransmission / data packets sent, from the sender alone".into(),
+    );
+    notes.insert(
+        "percentiles",
+        "HDR histograms, 3 significant digits (within 0.1%); mean and max exact".into(),
+    );
     if args.expect_echo {
         report.echoed = Some(echoed);
-        report.lost = args.count - echoed.min(args.count);
-        report.latency_ms = LatencyStats::from_durations(rtts).map(Into::into);
+        report.lost = report.messages - echoed.min(report.messages);
+        report.latency_ms = LatencyMs::of(&rtts);
     } else {
-        report.lost = args.count - report.acked.min(args.count);
-        report.latency_ms = analysis
-            .latency_stats(LatencyKind::AckFromSend)
-            .map(Into::into);
+        report.lost = report.messages - report.acked.min(report.messages);
+        report.latency_ms = LatencyMs::of(&ack_all);
+    }
+    let summary = match (&results, one_way) {
+        (Some(r), _) => {
+            report.latency = "one-way";
+            report.delivered = Some(r.delivered);
+            // The listener's count is the truth about delivery and order.
+            report.lost = report.lost.max(report.messages.saturating_sub(r.delivered));
+            report.out_of_order += r.out_of_order;
+            let all = r.all();
+            report.latency_ms = LatencyMs::of(&all);
+            notes.insert(
+                "latency",
+                "application: message generated at the sender -> delivered to the listening application, one way on CLOCK_MONOTONIC, no OWD removed (compare with a scenario whose [metrics] owd = \"none\")".into(),
+            );
+            tally.flow.summary(
+                LatencyKind::Application,
+                all.latency_ms(),
+                r.rows(),
+                Some(r.delivered),
+            )
+        }
+        (None, _) => {
+            notes.insert(
+                "latency",
+                "ack-from-send: submitted -> acknowledged, measured at the sender (no one-way results)".into(),
+            );
+            notes.insert(
+                "delivered",
+                "null: only the receiver knows (no one-way results)".into(),
+            );
+            tally.flow.summary(
+                LatencyKind::AckFromSend,
+                ack_all.latency_ms(),
+                ack_rows,
+                None,
+            )
+        }
+    };
+    report.retransmission_causes = causes(&tally.flow);
+    report.summary = Some(summary);
+    report.summary_notes = notes;
+    if one_way {
+        report.one_way = Some(OneWay {
+            clock: "CLOCK_MONOTONIC",
+            results: results_note,
+            padded_messages: padded,
+            duplicates: results.as_ref().map(|r| r.duplicates),
+            malformed: results.as_ref().map(|r| r.malformed),
+            unjoined: results.as_ref().map(|r| r.unjoined),
+            max_open_messages: tally.max_open as u64,
+            max_untold: tally.news.max_untold as u64,
+            max_pending_at_listener: results.as_ref().map(|r| r.max_pending),
+        });
     }
     Ok(report)
+}
+
+/// results.json's `retransmission_causes` from the sender's counts.
+fn causes(flow: &StreamingFlow) -> Vec<thinstream_lab::results::CauseRow> {
+    use thinstream::trace::TxReason;
+    let table = flow.reason_table();
+    let mut out = Vec::new();
+    for n in 1..=3u32 {
+        let total: u64 = table
+            .iter()
+            .filter(|((k, _), _)| *k == n)
+            .map(|(_, c)| c)
+            .sum();
+        for r in TxReason::ALL.iter().filter(|r| r.is_retransmission()) {
+            let count = table.get(&(n, *r)).copied().unwrap_or(0);
+            out.push(thinstream_lab::results::CauseRow {
+                retransmission: n,
+                or_more: n == 3,
+                reason: r.name().to_string(),
+                count,
+                spurious: None,
+                share: count as f64 / total.max(1) as f64,
+            });
+        }
+    }
+    out
 }
 
 /// Back-to-back sending without tracing: goodput, stalls, CPU.
@@ -598,7 +1101,7 @@ async fn run_bulk(
     let mut last = start;
     let mut max_gap = std::time::Duration::ZERO;
     let mut closed_error = None;
-    for i in 0..args.count {
+    for i in 0..args.count.unwrap_or(100) {
         if stop.is_some_and(|t| last >= t) {
             break;
         }

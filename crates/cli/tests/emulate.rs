@@ -358,3 +358,385 @@ fn refuses_non_loopback_addresses() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// A `thinstream listen` on a free 127.0.0.1 port, killed on drop.
+struct Listener {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Listener {
+    fn start(args: &[&str]) -> Listener {
+        let port = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let child = thinstream()
+            .args(["listen", "--bind", &addr.to_string()])
+            .args(args)
+            .stderr(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("listener starts");
+        std::thread::sleep(Duration::from_millis(300));
+        Listener { child, addr }
+    }
+
+    /// Waits (bounded) for a `--once` listener to exit, then reads its JSON.
+    fn finish(mut self, json: &PathBuf, within: Duration) -> serde_json::Value {
+        let t0 = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(t0.elapsed() < within, "listener did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+    }
+}
+
+fn send(to: SocketAddr, json: &PathBuf, args: &[&str]) -> serde_json::Value {
+    let out = thinstream()
+        .args(["send", "--to", &to.to_string(), "--quiet", "--json"])
+        .arg(json)
+        .args(args)
+        .output()
+        .expect("send runs");
+    assert!(
+        out.status.success(),
+        "send failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The one-way report's consistency: every message delivered once, the
+/// summary in `thinstream run`'s shape, groups adding up.
+fn check_one_way(s: &serde_json::Value, n: u64) {
+    assert_eq!(s["latency"], "one-way", "{s}");
+    assert_eq!(s["one_way"]["results"], "returned");
+    assert_eq!(s["one_way"]["clock"], "CLOCK_MONOTONIC");
+    assert_eq!(u(&s["messages"]), n);
+    assert_eq!(u(&s["delivered"]), n, "every message delivered");
+    assert_eq!(u(&s["one_way"]["duplicates"]), 0, "each once");
+    assert_eq!(u(&s["one_way"]["malformed"]), 0);
+    assert_eq!(u(&s["one_way"]["unjoined"]), 0);
+    assert_eq!(u(&s["out_of_order"]), 0, "in order within each stream");
+    let sm = &s["summary"];
+    assert_eq!(sm["latency"], "application");
+    assert_eq!(u(&sm["messages"]), n, "control messages are not counted");
+    assert_eq!(u(&sm["delivered"]), u(&sm["messages"]));
+    let rows = sm["by_retransmissions"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let sum: u64 = rows.iter().map(|r| u(&r["count"])).sum();
+    assert_eq!(sum, u(&sm["delivered"]), "groups add up to delivered");
+    let l = &sm["latency_ms"];
+    for k in ["mean", "p50", "p90", "p99", "p999", "max"] {
+        assert!(l[k].is_number(), "latency_ms.{k}");
+    }
+    assert!(f(&l["p50"]) <= f(&l["p99"]) && f(&l["p99"]) <= f(&l["max"]));
+    for k in [
+        "reasons",
+        "tohd",
+        "spurious",
+        "loss_rate",
+        "rtt_samples",
+        "thin_share",
+    ] {
+        assert!(!sm[k].is_null(), "summary.{k} is known in real mode");
+    }
+    assert_eq!(u(&sm["reasons"]["new"]), n, "one new chunk per message");
+    // Null where real mode cannot know, and said why.
+    assert!(sm["spurious_by_reason"].is_null());
+    assert!(s["summary_notes"]["spurious_by_reason"].is_string());
+    assert_eq!(
+        s["retransmission_causes"].as_array().unwrap().len(),
+        3 * 7,
+        "every (number, reason) row"
+    );
+}
+
+#[test]
+fn one_way_latency_through_emulate_with_delay_and_loss() {
+    let _serial = serial();
+    let ljson = scratch("ow-listen.json");
+    let lrec = scratch("ow-listen.csv");
+    let listener = Listener::start(&[
+        "--once",
+        "--json",
+        ljson.to_str().unwrap(),
+        "--records",
+        lrec.to_str().unwrap(),
+    ]);
+    let emu = Emu::start(
+        listener.addr,
+        &[
+            "--forward",
+            "delay 20ms loss 5%",
+            "--reverse",
+            "delay 20ms loss 5%",
+            "--seed",
+            "5",
+            "--duration",
+            "120s",
+        ],
+        "ow-emu.json",
+    );
+    let n = 300;
+    let s = send(
+        emu.addr,
+        &scratch("ow-send.json"),
+        &[
+            "--count",
+            &n.to_string(),
+            "--iat",
+            "20ms",
+            "--size",
+            "100",
+            "--seed",
+            "2",
+        ],
+    );
+    // The listener's association ends through the emulator: stop it after.
+    let l = listener.finish(&ljson, Duration::from_secs(20));
+    let report = emu.interrupt();
+    eprintln!(
+        "one-way: {} by retransmissions {} one_way {}",
+        s["summary"]["latency_ms"], s["summary"]["by_retransmissions"], s["one_way"]
+    );
+    check_one_way(&s, n);
+    assert_eq!(u(&s["lost"]), 0);
+    // The link's delay is in every one-way latency and p50 stays close.
+    let lat = &s["summary"]["latency_ms"];
+    assert!(f(&s["latency_ms"]["min"]) >= 20.0, "{}", s["latency_ms"]);
+    assert!(f(&lat["p50"]) >= 20.0, "{lat}");
+    assert!(f(&lat["p50"]) < 25.0, "{lat}");
+    // The loss really happened on the way.
+    let drops = |d: &str| u(&report[d]["link_stats"]["drops"]["loss_model"]["packets"]);
+    assert!(drops("forward") > 0 && drops("reverse") > 0);
+    // The listener's own view agrees; its records list each message once.
+    let a = &l["associations"][0]["one_way"];
+    assert_eq!(u(&a["delivered"]), n);
+    assert_eq!(a["ended"], true);
+    let text = std::fs::read_to_string(&lrec).unwrap();
+    let mut ids: Vec<u64> = text
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (0..n).collect::<Vec<_>>(),
+        "each message once in the records"
+    );
+    // Bounded memory, structurally: the sender held only unacknowledged
+    // messages, the listener only messages waiting for their count.
+    assert!(
+        u(&s["one_way"]["max_open_messages"]) < 50,
+        "{}",
+        s["one_way"]
+    );
+    assert!(
+        u(&s["one_way"]["max_pending_at_listener"]) < 50,
+        "{}",
+        s["one_way"]
+    );
+}
+
+#[test]
+fn one_way_with_an_application_profile() {
+    let _serial = serial();
+    let listener = Listener::start(&[]);
+    let emu = Emu::start(
+        listener.addr,
+        &[
+            "--forward",
+            "delay 5ms",
+            "--reverse",
+            "delay 5ms",
+            "--duration",
+            "60s",
+        ],
+        "profile-emu.json",
+    );
+    let s = send(
+        emu.addr,
+        &scratch("profile-send.json"),
+        &[
+            "--profile",
+            "anarchy-online",
+            "--duration",
+            "4s",
+            "--seed",
+            "9",
+        ],
+    );
+    drop(emu);
+    let n = u(&s["messages"]);
+    eprintln!(
+        "anarchy-online for 4 s: {n} messages, {} bytes",
+        s["bytes_sent"]
+    );
+    // Mean IAT 632 ms: a handful of messages in 4 s.
+    assert!((2..=40).contains(&n), "{n} messages");
+    check_one_way(&s, n);
+    assert!(f(&s["summary"]["latency_ms"]["p50"]) >= 5.0);
+    // Sizes come from the profile (not the default 100 bytes each).
+    assert_ne!(u(&s["bytes_sent"]), 100 * n);
+}
+
+#[test]
+fn two_clients_through_one_emulator_each_get_their_own_data_back() {
+    let _serial = serial();
+    let listener = Listener::start(&["--echo"]);
+    let emu = Emu::start(
+        listener.addr,
+        &[
+            "--forward",
+            "delay 10ms loss 3%",
+            "--reverse",
+            "delay 10ms loss 3%",
+            "--seed",
+            "8",
+            "--duration",
+            "120s",
+        ],
+        "two-emu.json",
+    );
+    let to = emu.addr;
+    // Client A: echoes of its own messages (checked byte for byte);
+    // client B: one-way, different sizes, at the same time.
+    let a = std::thread::spawn(move || {
+        send(
+            to,
+            &scratch("two-a.json"),
+            &[
+                "--count",
+                "150",
+                "--iat",
+                "10ms",
+                "--size",
+                "1..300",
+                "--expect-echo",
+                "--seed",
+                "1",
+            ],
+        )
+    });
+    let b = send(
+        to,
+        &scratch("two-b.json"),
+        &[
+            "--count", "150", "--iat", "10ms", "--size", "200", "--seed", "2",
+        ],
+    );
+    let a = a.join().unwrap();
+    let report = emu.interrupt();
+    assert_eq!(u(&a["echoed"]), 150, "client A got all its echoes");
+    assert_eq!(u(&a["corrupted"]), 0, "and nothing of client B");
+    assert_eq!(u(&a["out_of_order"]), 0);
+    check_one_way(&b, 150);
+    let clients = report["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 2, "{report}");
+    assert_ne!(clients[0]["upstream"], clients[1]["upstream"]);
+    for c in clients {
+        assert!(u(&c["forward"]["sent"]["packets"]) >= 150);
+        assert!(u(&c["reverse"]["sent"]["packets"]) > 0);
+    }
+    // Totals are the sums of the clients.
+    let sum = |d: &str| -> u64 { clients.iter().map(|c| u(&c[d]["sent"]["packets"])).sum() };
+    assert_eq!(u(&report["forward"]["sent"]["packets"]), sum("forward"));
+    assert_eq!(u(&report["reverse"]["sent"]["packets"]), sum("reverse"));
+    assert_eq!(u(&report["over_limit"]["packets"]), 0);
+}
+
+#[test]
+fn clients_over_the_limit_are_counted_and_dropped() {
+    let _serial = serial();
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let emu = Emu::start(
+        sink.local_addr().unwrap(),
+        &["--max-clients", "1", "--duration", "30s"],
+        "limit.json",
+    );
+    let one = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let two = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..5u8 {
+        one.send_to(&[1, i], emu.addr).unwrap();
+        two.send_to(&[2, i], emu.addr).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16];
+    while let Ok((n, _)) = sink.recv_from(&mut buf) {
+        got.push(buf[..n].to_vec());
+        if got.len() == 10 {
+            break;
+        }
+    }
+    let report = emu.interrupt();
+    assert_eq!(got.len(), 5, "only the first client is relayed: {got:?}");
+    assert!(got.iter().all(|d| d[0] == 1));
+    assert_eq!(u(&report["over_limit"]["packets"]), 5);
+    assert_eq!(report["clients"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn one_way_with_a_csv_trace_and_an_inline_workload() {
+    let _serial = serial();
+    // A trace: 30 messages, 5 ms apart, sizes 10..300 (the smallest below
+    // the 26-byte header).
+    let trace = scratch("trace.csv");
+    let mut text = String::from("time,size\n# a comment line\n");
+    let mut total = 0u64;
+    for i in 0..30u64 {
+        let size = 10 + i * 10;
+        total += size;
+        text += &format!("{},{size}\n", i * 5);
+    }
+    std::fs::write(&trace, text).unwrap();
+    let listener = Listener::start(&[]);
+    let s = send(
+        listener.addr,
+        &scratch("trace-send.json"),
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--trace-time-unit",
+            "ms",
+        ],
+    );
+    check_one_way(&s, 30);
+    // Sizes as in the trace, except messages below the header grow to it.
+    let padded = u(&s["one_way"]["padded_messages"]);
+    assert_eq!(padded, 2, "10 and 20 bytes are below 26");
+    assert_eq!(u(&s["bytes_sent"]), total + (26 - 10) + (26 - 20));
+    // Any message workload of the scenario files, inline.
+    let s = send(
+        listener.addr,
+        &scratch("inline-send.json"),
+        &[
+            "--workload",
+            r#"kind = "exponential", mean-iat = "5ms", bytes = 120, count = 40"#,
+            "--seed",
+            "4",
+        ],
+    );
+    check_one_way(&s, 40);
+    assert_eq!(u(&s["bytes_sent"]), 40 * 120);
+}

@@ -14,6 +14,12 @@ impl Counter {
         self.packets += 1;
         self.bytes += bytes as u64;
     }
+
+    /// Adds another counter (totals over several links).
+    pub fn merge(&mut self, other: Counter) {
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+    }
 }
 
 /// Why a datagram was dropped. Listed in pipeline order: when several stages
@@ -92,6 +98,18 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
+    /// Adds another link's counters (totals over several links).
+    pub fn merge(&mut self, other: &LinkStats) {
+        self.offered.merge(other.offered);
+        self.delivered.merge(other.delivered);
+        for c in DropCause::ALL {
+            self.drops.get_mut(c).merge(*other.drops.get(c));
+        }
+        self.duplicated += other.duplicated;
+        self.corrupted += other.corrupted;
+        self.reordered += other.reordered;
+    }
+
     /// Drops blamed on one cause.
     pub fn dropped(&self, cause: DropCause) -> Counter {
         *self.drops.get(cause)

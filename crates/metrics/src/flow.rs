@@ -327,7 +327,7 @@ impl Ord for FirstTx {
 
 /// Bytes of `part`, a sub-range of a piece of `len` units and `bytes` bytes,
 /// pro rata (exact for whole pieces and for pieces of one unit).
-fn pro_rata(bytes: u32, len: u64, part: u64) -> u64 {
+pub(crate) fn pro_rata(bytes: u32, len: u64, part: u64) -> u64 {
     if len == 0 {
         return 0;
     }

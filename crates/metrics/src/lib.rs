@@ -57,6 +57,7 @@ mod error;
 mod flow;
 mod ranges;
 mod stats;
+mod streaming;
 mod summary;
 mod transaction;
 
@@ -70,6 +71,7 @@ pub use stats::{
     jain_index, jain_per_interval, mean_ci95, median, percentile_sorted, Cdf, CdfPoint,
     LatencyStats,
 };
+pub use streaming::{FinishedMessage, StreamingFlow, SPURIOUS_WINDOW};
 pub use summary::{markdown_table, LatencyMs, RetransmissionRow, Summary};
 pub use transaction::{mtt_reduction, response_times, transfer_time_at_loss, ResponseSample};
 
@@ -77,3 +79,5 @@ pub use transaction::{mtt_reduction, response_times, transfer_time_at_loss, Resp
 mod reference_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_streaming;

@@ -1,14 +1,22 @@
-//! A real-time UDP link emulator: a relay between one client and one
-//! server that applies the `thinstream-link` stages (the same model and the
-//! same netem-like link strings as the simulator's scenario files) in each
+//! A real-time UDP link emulator: a relay between clients and one server
+//! that applies the `thinstream-link` stages (the same model and the same
+//! netem-like link strings as the simulator's scenario files) in each
 //! direction. This is what `thinstream emulate` runs.
 //!
-//! One UDP socket listens. The first datagram from a source other than the
-//! server defines the client; the client's datagrams go through the forward
-//! link to the server, the server's datagrams (to the listening socket) go
-//! through the reverse link back to the client. The server sees the
-//! emulator's listening address as its peer, so there is one client per
-//! emulator (datagrams from any third address are counted and discarded).
+//! One UDP socket listens. Each new source address (other than the server)
+//! becomes a client, up to [`EmulatorConfig::max_clients`]: it gets its own
+//! *upstream* socket (an ephemeral port on the listening address, a NAT-like
+//! mapping) and its own pair of links. The client's datagrams go through its
+//! forward link and leave from its upstream socket to the server; the
+//! server's datagrams to that upstream socket go through the client's
+//! reverse link and leave from the listening socket back to the client. The
+//! server thus sees one peer address per client. Client `i`'s links draw
+//! from `seed.derive("forward")`/`("reverse")` for `i = 0` (as with one
+//! client) and from `seed.derive("client{i}").derive("forward")`/`("reverse")`
+//! otherwise, so each client's losses depend only on the seed, its index
+//! (order of first appearance) and its own traffic. Datagrams from further
+//! clients are counted and discarded; clients are never forgotten during a
+//! run.
 //!
 //! Timing: each direction is a [`HeldLink`], a heap of release times. The
 //! loop sleeps with tokio (1 ms timer resolution) until shortly before the
@@ -56,6 +64,8 @@ pub struct EmulatorConfig {
     /// Stop reading after this many datagrams (both directions) have been
     /// offered to the links, then send what is held and stop.
     pub count: Option<u64>,
+    /// Most clients (each costs a socket and two links).
+    pub max_clients: usize,
 }
 
 /// Why the emulator could not start.
@@ -83,6 +93,9 @@ pub enum EmulateError {
         /// What is wrong with it.
         source: LinkConfigError,
     },
+    /// `max_clients` is 0.
+    #[error("max_clients must be at least 1")]
+    NoClients,
     /// The listening socket.
     #[error("cannot bind {addr}: {source}")]
     Bind {
@@ -133,6 +146,21 @@ pub struct DirectionReport {
     pub release_error: ReleaseError,
 }
 
+/// One client's mapping and links.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientReport {
+    /// Order of first appearance, from 0 (also picks the links' seeds).
+    pub index: usize,
+    /// The client's address.
+    pub addr: SocketAddr,
+    /// The upstream socket's address (what the server sees as the client).
+    pub upstream: SocketAddr,
+    /// Client → server.
+    pub forward: DirectionReport,
+    /// Server → client.
+    pub reverse: DirectionReport,
+}
+
 /// Everything the emulator did, for printing and `--json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct EmulatorReport {
@@ -140,7 +168,7 @@ pub struct EmulatorReport {
     pub listen: SocketAddr,
     /// The server.
     pub to: SocketAddr,
-    /// The client, once one sent something.
+    /// The first client, once one sent something.
     pub client: Option<SocketAddr>,
     /// The run seed.
     pub seed: u64,
@@ -148,14 +176,23 @@ pub struct EmulatorReport {
     pub elapsed_s: f64,
     /// Why it stopped: `signal`, `duration` or `count`.
     pub stopped_by: &'static str,
-    /// Client → server.
+    /// Client → server, totals over the clients (the link text is the
+    /// configured one; release errors pooled).
     pub forward: DirectionReport,
-    /// Server → client.
+    /// Server → client, totals over the clients.
     pub reverse: DirectionReport,
-    /// Datagrams from neither the client nor the server (discarded).
+    /// Per client, in order of first appearance.
+    pub clients: Vec<ClientReport>,
+    /// The client limit.
+    pub max_clients: usize,
+    /// Datagrams from clients beyond the limit (discarded).
+    pub over_limit: Counter,
+    /// Datagrams at an upstream socket from an address other than the
+    /// server (discarded).
     pub unknown_source: Counter,
-    /// Datagrams from the server before any client was known (discarded).
-    pub before_client: Counter,
+    /// Datagrams from the server at the listening socket (the server
+    /// answers the upstream sockets; discarded).
+    pub server_at_listen: Counter,
 }
 
 /// 1 µs buckets up to this many µs; beyond, only the count and the max.
@@ -172,7 +209,7 @@ struct Histogram {
 impl Histogram {
     fn new() -> Histogram {
         Histogram {
-            buckets: vec![0; HIST_US],
+            buckets: Vec::new(),
             over: 0,
             count: 0,
             sum_ns: 0,
@@ -184,10 +221,29 @@ impl Histogram {
         self.count += 1;
         self.sum_ns += u128::from(ns);
         self.max_ns = self.max_ns.max(ns);
-        match self.buckets.get_mut((ns / 1000) as usize) {
-            Some(b) => *b += 1,
-            None => self.over += 1,
+        let i = (ns / 1000) as usize;
+        if i < HIST_US {
+            // Grown on demand: release errors are mostly a few µs.
+            if i >= self.buckets.len() {
+                self.buckets.resize(i + 1, 0);
+            }
+            self.buckets[i] += 1;
+        } else {
+            self.over += 1;
         }
+    }
+
+    fn merge(&mut self, o: &Histogram) {
+        if o.buckets.len() > self.buckets.len() {
+            self.buckets.resize(o.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.over += o.over;
+        self.count += o.count;
+        self.sum_ns += o.sum_ns;
+        self.max_ns = self.max_ns.max(o.max_ns);
     }
 
     /// Upper edge of the bucket holding quantile `q`, in µs (the max when
@@ -267,13 +323,47 @@ fn add(c: &mut Counter, bytes: usize) {
     c.bytes += bytes as u64;
 }
 
+/// Totals over several directions.
+fn total<'a>(dirs: impl Iterator<Item = &'a Direction>, link: String) -> DirectionReport {
+    let mut r = DirectionReport {
+        link,
+        received: Counter::default(),
+        sent: Counter::default(),
+        link_stats: LinkStats::default(),
+        hold_overflow: Counter::default(),
+        max_held: 0,
+        held_at_exit: 0,
+        release_error: ReleaseError::default(),
+    };
+    let mut errors = Histogram::new();
+    for d in dirs {
+        r.received.merge(d.received);
+        r.sent.merge(d.sent);
+        r.link_stats.merge(d.held.link().stats());
+        r.hold_overflow.merge(d.held.overflow());
+        r.max_held = r.max_held.max(d.held.max_held());
+        r.held_at_exit += d.held.held();
+        errors.merge(&d.errors);
+    }
+    r.release_error = errors.summary();
+    r
+}
+
+/// One client: its address, upstream socket and links.
+struct Client {
+    addr: SocketAddr,
+    io: UdpIo,
+    upstream: SocketAddr,
+    forward: Direction,
+    reverse: Direction,
+}
+
 /// A bound emulator, ready to [`run`](Emulator::run).
 pub struct Emulator {
     config: EmulatorConfig,
     io: UdpIo,
     listen: SocketAddr,
-    forward: Direction,
-    reverse: Direction,
+    clients: Vec<Client>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -285,19 +375,21 @@ impl std::fmt::Debug for Emulator {
     }
 }
 
-/// Datagrams read per turn before due releases are looked at again.
+/// Datagrams read per turn and socket before due releases are looked at again.
 const RECV_PER_TURN: usize = 512;
 /// Datagrams released per batch send.
 const SEND_BATCH: usize = 256;
 /// How long before a release the loop stops sleeping and starts polling:
 /// tokio's timer fires up to 1 ms late, plus wake-up latency.
 const SPIN_MARGIN: Duration = Duration::from_micros(2_000);
-/// Kernel socket buffer asked for, each way.
+/// Kernel socket buffer asked for, each way (listening socket).
 const SOCKET_BUFFER: usize = 8 << 20;
+/// Kernel socket buffer of each upstream socket.
+const UPSTREAM_BUFFER: usize = 2 << 20;
 
 impl Emulator {
-    /// Checks the addresses, builds the links and binds the listening
-    /// socket. Must be called inside a tokio runtime.
+    /// Checks the addresses and links and binds the listening socket.
+    /// Must be called inside a tokio runtime.
     pub fn bind(config: EmulatorConfig) -> Result<Emulator, EmulateError> {
         if !config.allow_non_loopback {
             for (what, addr) in [("listen", config.listen), ("to", config.to)] {
@@ -309,19 +401,13 @@ impl Emulator {
         if config.listen == config.to {
             return Err(EmulateError::SameAddress(config.to));
         }
+        if config.max_clients == 0 {
+            return Err(EmulateError::NoClients);
+        }
+        // Validate both links now (client 0's), not at the first datagram.
         let seed = Seed(config.seed);
-        let forward = Direction::new(
-            &config.forward,
-            seed.derive("forward"),
-            config.limit,
-            "forward",
-        )?;
-        let reverse = Direction::new(
-            &config.reverse,
-            seed.derive("reverse"),
-            config.limit,
-            "reverse",
-        )?;
+        Direction::new(&config.forward, seed, config.limit, "forward")?;
+        Direction::new(&config.reverse, seed, config.limit, "reverse")?;
         let io = UdpIo::bind(config.listen, SOCKET_BUFFER, true).map_err(|source| {
             EmulateError::Bind {
                 addr: config.listen,
@@ -336,8 +422,7 @@ impl Emulator {
             config,
             io,
             listen,
-            forward,
-            reverse,
+            clients: Vec::new(),
         })
     }
 
@@ -346,9 +431,53 @@ impl Emulator {
         self.listen
     }
 
+    /// A new client's upstream socket and links.
+    fn new_client(&self, addr: SocketAddr) -> io::Result<Client> {
+        let i = self.clients.len();
+        let seed = Seed(self.config.seed);
+        let seed = if i == 0 {
+            seed
+        } else {
+            seed.derive(&format!("client{i}"))
+        };
+        let link_err = |e: EmulateError| io::Error::other(e.to_string());
+        let forward = Direction::new(
+            &self.config.forward,
+            seed.derive("forward"),
+            self.config.limit,
+            "forward",
+        )
+        .map_err(link_err)?;
+        let reverse = Direction::new(
+            &self.config.reverse,
+            seed.derive("reverse"),
+            self.config.limit,
+            "reverse",
+        )
+        .map_err(link_err)?;
+        // An ephemeral port on the listening address (same family as the
+        // server, since both must be loopback or explicitly allowed).
+        let ip = if self.listen.is_ipv4() == self.config.to.is_ipv4() {
+            self.listen.ip()
+        } else if self.config.to.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        };
+        let io = UdpIo::bind(SocketAddr::new(ip, 0), UPSTREAM_BUFFER, true)?;
+        let upstream = io.local_addr()?;
+        Ok(Client {
+            addr,
+            io,
+            upstream,
+            forward,
+            reverse,
+        })
+    }
+
     /// Relays until `stop` completes, the duration is over, or the count is
     /// reached and drained. Returns the statistics; an `Err` only for a
-    /// socket error that leaves the socket unusable.
+    /// socket error that leaves a socket unusable.
     pub async fn run(mut self, stop: impl Future<Output = ()>) -> io::Result<EmulatorReport> {
         let clock = Clock::new();
         let to = self.config.to;
@@ -356,52 +485,59 @@ impl Emulator {
         let count = self.config.count.unwrap_or(u64::MAX);
         let mut rx = RxBuffers::new();
         let mut tx = TxBatch::default();
+        let mut back = TxBatch::default();
         let mut due: Vec<(Instant, Datagram)> = Vec::with_capacity(SEND_BATCH);
-        let mut client: Option<SocketAddr> = None;
+        let mut back_due: Vec<(usize, Instant, usize)> = Vec::with_capacity(SEND_BATCH);
+        let mut by_addr: std::collections::HashMap<SocketAddr, usize> =
+            std::collections::HashMap::new();
+        let mut over_limit = Counter::default();
         let mut unknown_source = Counter::default();
-        let mut before_client = Counter::default();
+        let mut server_at_listen = Counter::default();
         let mut offered: u64 = 0;
         let mut draining = false;
         let stopped_by;
         tokio::pin!(stop);
         let mut stop_fired = false;
+        let mut new_clients: Vec<SocketAddr> = Vec::new();
+        // Datagrams of clients seen for the first time in a batch.
+        let mut pending_new: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
 
         loop {
-            // 1. Read what is queued, bounded per turn.
+            // 1. Read what is queued, bounded per turn: the listening socket
+            //    (clients), then every upstream socket (the server).
             let mut read = 0;
             while !draining && read < RECV_PER_TURN {
                 let now = clock.now();
-                let (fwd, rev) = (&mut self.forward, &mut self.reverse);
+                new_clients.clear();
+                let clients = &mut self.clients;
                 let n = self.io.try_recv(&mut rx, |src, payload| {
                     if offered >= count {
                         return;
                     }
                     if src == to {
-                        match client {
-                            Some(c) => {
-                                add(&mut rev.received, payload.len());
-                                offered += 1;
-                                rev.held.offer(
-                                    now,
-                                    Datagram {
-                                        src,
-                                        dst: c,
-                                        payload: payload.to_vec(),
-                                    },
-                                );
+                        add(&mut server_at_listen, payload.len());
+                        return;
+                    }
+                    let Some(&i) = by_addr.get(&src) else {
+                        // Created after this batch (sockets cannot be
+                        // bound inside the callback); the datagram waits
+                        // for nothing: it is offered below.
+                        if by_addr.len() + new_clients.len() < self.config.max_clients
+                            || new_clients.contains(&src)
+                        {
+                            if !new_clients.contains(&src) {
+                                new_clients.push(src);
                             }
-                            None => add(&mut before_client, payload.len()),
+                            pending_new.push((src, payload.to_vec()));
+                        } else {
+                            add(&mut over_limit, payload.len());
                         }
                         return;
-                    }
-                    let c = *client.get_or_insert(src);
-                    if src != c {
-                        add(&mut unknown_source, payload.len());
-                        return;
-                    }
-                    add(&mut fwd.received, payload.len());
+                    };
+                    let c = &mut clients[i];
+                    add(&mut c.forward.received, payload.len());
                     offered += 1;
-                    fwd.held.offer(
+                    c.forward.held.offer(
                         now,
                         Datagram {
                             src,
@@ -410,40 +546,111 @@ impl Emulator {
                         },
                     );
                 })?;
-                if n == 0 {
+                for addr in new_clients.drain(..) {
+                    let c = self.new_client(addr)?;
+                    by_addr.insert(addr, self.clients.len());
+                    self.clients.push(c);
+                }
+                for (src, payload) in pending_new.drain(..) {
+                    if offered >= count {
+                        break;
+                    }
+                    let c = &mut self.clients[by_addr[&src]];
+                    add(&mut c.forward.received, payload.len());
+                    offered += 1;
+                    c.forward.held.offer(
+                        now,
+                        Datagram {
+                            src,
+                            dst: to,
+                            payload,
+                        },
+                    );
+                }
+                let mut up = 0;
+                for c in &mut self.clients {
+                    let (addr, rev) = (c.addr, &mut c.reverse);
+                    up += c.io.try_recv(&mut rx, |src, payload| {
+                        if offered >= count {
+                            return;
+                        }
+                        if src != to {
+                            add(&mut unknown_source, payload.len());
+                            return;
+                        }
+                        add(&mut rev.received, payload.len());
+                        offered += 1;
+                        rev.held.offer(
+                            now,
+                            Datagram {
+                                src,
+                                dst: addr,
+                                payload: payload.to_vec(),
+                            },
+                        );
+                    })?;
+                }
+                read += n + up;
+                if n + up == 0 {
                     break;
                 }
-                read += n;
             }
             if offered >= count {
                 draining = true;
             }
 
-            // 2. Send everything due, in batches.
+            // 2. Send everything due, in batches: forward copies from each
+            //    client's upstream socket, reverse copies from the
+            //    listening socket.
             let mut now = clock.now();
-            loop {
-                due.clear();
-                tx.clear();
-                for dir in [&mut self.forward, &mut self.reverse] {
-                    dir.held.release_due(now, SEND_BATCH - due.len(), &mut due);
+            for c in &mut self.clients {
+                loop {
+                    due.clear();
+                    tx.clear();
+                    c.forward.held.release_due(now, SEND_BATCH, &mut due);
+                    if due.is_empty() {
+                        break;
+                    }
+                    for (_, d) in &due {
+                        tx.push(d.dst, &d.payload);
+                    }
+                    let sent_at = clock.now();
+                    c.io.send(&tx).await?;
+                    for (scheduled, d) in &due {
+                        add(&mut c.forward.sent, d.payload.len());
+                        c.forward
+                            .errors
+                            .record(sent_at.saturating_duration_since(*scheduled).as_nanos());
+                    }
+                    now = clock.now();
                 }
-                if due.is_empty() {
+            }
+            loop {
+                back.clear();
+                back_due.clear();
+                for (i, c) in self.clients.iter_mut().enumerate() {
+                    due.clear();
+                    c.reverse
+                        .held
+                        .release_due(now, SEND_BATCH - back.len(), &mut due);
+                    for (scheduled, d) in due.drain(..) {
+                        back.push(d.dst, &d.payload);
+                        back_due.push((i, scheduled, d.payload.len()));
+                    }
+                    if back.len() >= SEND_BATCH {
+                        break;
+                    }
+                }
+                if back.is_empty() {
                     break;
                 }
-                for (_, d) in &due {
-                    tx.push(d.dst, &d.payload);
-                }
                 let sent_at = clock.now();
-                self.io.send(&tx).await?;
-                for (scheduled, d) in &due {
-                    let dir = if d.dst == to {
-                        &mut self.forward
-                    } else {
-                        &mut self.reverse
-                    };
-                    add(&mut dir.sent, d.payload.len());
-                    dir.errors
-                        .record(sent_at.saturating_duration_since(*scheduled).as_nanos());
+                self.io.send(&back).await?;
+                for &(i, scheduled, len) in &back_due {
+                    let r = &mut self.clients[i].reverse;
+                    add(&mut r.sent, len);
+                    r.errors
+                        .record(sent_at.saturating_duration_since(scheduled).as_nanos());
                 }
                 now = clock.now();
             }
@@ -457,13 +664,12 @@ impl Emulator {
                 stopped_by = "duration";
                 break;
             }
-            let next = [
-                self.forward.held.next_release(),
-                self.reverse.held.next_release(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
+            let next = self
+                .clients
+                .iter()
+                .flat_map(|c| [c.forward.held.next_release(), c.reverse.held.next_release()])
+                .flatten()
+                .min();
             if draining && next.is_none() {
                 stopped_by = "count";
                 break;
@@ -492,10 +698,20 @@ impl Emulator {
                             None => std::future::pending().await,
                         }
                     };
+                    let clients = &self.clients;
+                    let upstream = std::future::poll_fn(|cx| {
+                        for c in clients {
+                            if let std::task::Poll::Ready(r) = c.io.poll_readable(cx) {
+                                return std::task::Poll::Ready(r);
+                            }
+                        }
+                        std::task::Poll::Pending
+                    });
                     tokio::select! {
                         biased;
                         () = &mut stop => stop_fired = true,
                         r = self.io.readable(), if !draining => r?,
+                        r = upstream, if !draining => r?,
                         () = sleep => {}
                     }
                 }
@@ -503,17 +719,38 @@ impl Emulator {
         }
 
         let elapsed = clock.now().since_epoch();
+        let clients: Vec<ClientReport> = self
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(index, c)| ClientReport {
+                index,
+                addr: c.addr,
+                upstream: c.upstream,
+                forward: c.forward.report(),
+                reverse: c.reverse.report(),
+            })
+            .collect();
         Ok(EmulatorReport {
             listen: self.listen,
             to,
-            client,
+            client: self.clients.first().map(|c| c.addr),
             seed: self.config.seed,
             elapsed_s: elapsed.as_secs_f64(),
             stopped_by,
-            forward: self.forward.report(),
-            reverse: self.reverse.report(),
+            forward: total(
+                self.clients.iter().map(|c| &c.forward),
+                self.config.forward.to_netem(),
+            ),
+            reverse: total(
+                self.clients.iter().map(|c| &c.reverse),
+                self.config.reverse.to_netem(),
+            ),
+            clients,
+            max_clients: self.config.max_clients,
+            over_limit,
             unknown_source,
-            before_client,
+            server_at_listen,
         })
     }
 }

@@ -220,6 +220,14 @@ impl UdpIo {
         self.socket.readable().await
     }
 
+    /// Poll form of [`Self::readable`] (to wait on several sockets).
+    pub(crate) fn poll_readable(
+        &self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        self.socket.poll_recv_ready(cx)
+    }
+
     /// Read what is queued without waiting; calls `f(src, payload)` for each
     /// datagram (GRO runs are split). Returns the number of datagrams, 0 if
     /// none was queued.

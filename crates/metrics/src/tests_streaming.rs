@@ -1,0 +1,248 @@
+//! The bounded-memory [`StreamingFlow`] against the whole-trace
+//! [`FlowAnalysis`] on the same sender records: every counter equal, every
+//! message's retransmission count and acknowledgement time equal, and the
+//! open-message state empty once everything is final.
+
+use thinstream_base::trace::{Record, SentData, TxReason, Units};
+use thinstream_base::{Instant, Seed};
+
+use crate::*;
+
+/// A synthetic sender trace: `n` messages of 1..=3 units every 10 ms, each
+/// transmission lost with probability `loss` and retransmitted (fast or by
+/// timeout, with bundles and redundant copies), some duplicate reports,
+/// thin-verdict changes, RTT samples and a few abandoned messages.
+fn synthetic(seed: u64, n: u64, loss: f64) -> Vec<Record> {
+    let mut rng = Seed(seed).rng();
+    let mut recs: Vec<(u64, u64, Record)> = Vec::new(); // (time ns, order, record)
+    let mut order = 0u64;
+    let mut push = |t: u64, r: Record, recs: &mut Vec<(u64, u64, Record)>| {
+        order += 1;
+        recs.push((t, order, r));
+    };
+    let mut unit = 0u64;
+    // The previous message's units and when they were acknowledged (a
+    // redundant copy only carries data not yet acknowledged, as RDB does).
+    let mut prev: Option<(Units, u64)> = None;
+    for id in 0..n {
+        let t0 = id * 10_000_000;
+        let len = rng.range_inclusive(1, 3);
+        let units = Units::new(unit, unit + len);
+        unit += len;
+        push(
+            t0,
+            Record::Submitted {
+                time: Instant::from_nanos(t0),
+                message: id,
+                stream: (id % 2) as u16,
+                bytes: 100 * len as u32,
+                unordered: false,
+                units,
+            },
+            &mut recs,
+        );
+        let abandon = rng.chance(0.01);
+        let mut acked_at = u64::MAX;
+        let mut t = t0;
+        let mut reason = TxReason::New;
+        for attempt in 0..6 {
+            // One piece per unit, the first piece of a retransmission with
+            // its reason, the rest bundled.
+            let data: Vec<SentData> = (units.start..units.end)
+                .enumerate()
+                .map(|(i, u)| SentData {
+                    units: Units::one(u),
+                    bytes: 100,
+                    reason: if i == 0 || reason == TxReason::New {
+                        reason
+                    } else {
+                        TxReason::BundledOnRetransmit
+                    },
+                })
+                .collect();
+            let mut data = data;
+            if let Some((p, _)) = prev.filter(|(_, a)| *a > t && rng.chance(0.5)) {
+                data.push(SentData {
+                    units: Units::one(p.end - 1),
+                    bytes: 100,
+                    reason: TxReason::RedundantBundle,
+                });
+            }
+            push(
+                t,
+                Record::PacketSent {
+                    time: Instant::from_nanos(t),
+                    wire_bytes: 0,
+                    data,
+                    control: 0,
+                },
+                &mut recs,
+            );
+            if abandon && attempt == 1 {
+                push(
+                    t + 1,
+                    Record::Abandoned {
+                        time: Instant::from_nanos(t + 1),
+                        units,
+                    },
+                    &mut recs,
+                );
+                break;
+            }
+            let lost = attempt < 5 && rng.chance(loss);
+            if !lost {
+                let ack = t + 20_000_000 + rng.below(5_000_000);
+                acked_at = ack;
+                push(
+                    ack,
+                    Record::Acked {
+                        time: Instant::from_nanos(ack),
+                        units,
+                    },
+                    &mut recs,
+                );
+                push(
+                    ack,
+                    Record::RttSample {
+                        time: Instant::from_nanos(ack),
+                        rtt: thinstream_base::Duration::from_millis(20),
+                        data: rng.chance(0.7),
+                    },
+                    &mut recs,
+                );
+                if attempt > 0 && rng.chance(0.3) {
+                    push(
+                        ack + 1,
+                        Record::DuplicateReported {
+                            time: Instant::from_nanos(ack + 1),
+                            units: Units::one(units.start),
+                        },
+                        &mut recs,
+                    );
+                }
+                break;
+            }
+            t += 30_000_000 + rng.below(200_000_000);
+            reason = if rng.chance(0.5) {
+                TxReason::FastRetransmit
+            } else {
+                TxReason::TimeoutRetransmit
+            };
+        }
+        prev = Some((units, acked_at));
+        if rng.chance(0.05) {
+            push(
+                t0 + 3,
+                Record::Thin {
+                    time: Instant::from_nanos(t0 + 3),
+                    thin: rng.chance(0.5),
+                    packets_in_flight: 1,
+                },
+                &mut recs,
+            );
+        }
+        if rng.chance(0.5) {
+            push(
+                t0 + 4,
+                Record::PacketReceived {
+                    time: Instant::from_nanos(t0 + 4),
+                    wire_bytes: 60,
+                },
+                &mut recs,
+            );
+        }
+    }
+    recs.sort_by_key(|(t, o, _)| (*t, *o));
+    recs.into_iter().map(|(_, _, r)| r).collect()
+}
+
+fn compare(seed: u64, n: u64, loss: f64, chunk: usize) {
+    let records = synthetic(seed, n, loss);
+    let duplicates: Vec<DuplicateReport> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::DuplicateReported { time, units } => Some(DuplicateReport {
+                time: *time,
+                units: *units,
+            }),
+            _ => None,
+        })
+        .collect();
+    let whole = FlowAnalysis::build(
+        FlowInput {
+            sender: &records,
+            receiver: None,
+            app_sends: None,
+            duplicate_reports: Some(&duplicates),
+        },
+        AnalysisOptions {
+            owd: OwdCorrection::None,
+            summary_latency: LatencyKind::AckFromSend,
+        },
+    )
+    .unwrap();
+    let mut s = StreamingFlow::new();
+    let mut finished = Vec::new();
+    let mut max_open = 0;
+    for part in records.chunks(chunk) {
+        for r in part {
+            s.push(r).unwrap();
+        }
+        max_open = max_open.max(s.open_messages());
+        finished.extend(s.drain_finished());
+    }
+    s.finish();
+    finished.extend(s.drain_finished());
+    assert_eq!(
+        s.open_messages(),
+        0,
+        "no state left once everything is final"
+    );
+    // A message is open from submission to its last acknowledgement: at most
+    // the messages of the longest recovery (6 attempts of up to 230 ms) at
+    // one per 10 ms, whatever `n` is.
+    assert!(max_open < 160, "open messages stay bounded: {max_open}");
+
+    assert_eq!(finished.len() as u64, n);
+    finished.sort_by_key(|f| f.message);
+    for (f, m) in finished.iter().zip(whole.messages()) {
+        assert_eq!(f.message, m.message);
+        assert_eq!(
+            f.retransmissions, m.retransmissions,
+            "message {}",
+            m.message
+        );
+        assert_eq!(f.acked, m.acked, "message {}", m.message);
+        assert_eq!(f.abandoned, m.abandoned, "message {}", m.message);
+        assert_eq!(f.first_tx, m.first_tx, "message {}", m.message);
+    }
+    assert_eq!(s.reasons(), whole.reasons());
+    let table: std::collections::BTreeMap<(u32, TxReason), u64> = whole
+        .reason_table()
+        .into_iter()
+        .map(|r| ((r.retransmission, r.reason), r.count))
+        .collect();
+    assert_eq!(s.reason_table(), &table);
+    assert_eq!(Some(s.spurious_estimate()), whole.spurious());
+    assert_eq!(s.payload_bytes_sent(), whole.payload_bytes_sent());
+    assert_eq!(s.unique_bytes_sent(), whole.unique_bytes_sent());
+    assert_eq!(s.thin_time(), whole.recovery().thin_time);
+
+    // The summary: everything but the latency fields, which the caller
+    // supplies from the receiver.
+    let full = whole.summary();
+    let mine = s.summary(
+        full.latency,
+        full.latency_ms,
+        full.by_retransmissions.clone(),
+        full.delivered,
+    );
+    assert_eq!(mine, full);
+}
+
+#[test]
+fn streaming_matches_the_whole_trace_analysis() {
+    compare(1, 2000, 0.05, 7);
+    compare(2, 3000, 0.3, 100);
+    compare(3, 500, 0.0, 1);
+}
