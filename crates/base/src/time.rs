@@ -46,14 +46,17 @@ impl Instant {
     pub const fn from_nanos(ns: u64) -> Self {
         Instant(ns)
     }
+    /// Saturates at [`Instant::MAX`] instead of overflowing.
     pub const fn from_micros(us: u64) -> Self {
-        Instant(us * 1_000)
+        Instant(us.saturating_mul(1_000))
     }
+    /// Saturates at [`Instant::MAX`] instead of overflowing.
     pub const fn from_millis(ms: u64) -> Self {
-        Instant(ms * 1_000_000)
+        Instant(ms.saturating_mul(1_000_000))
     }
+    /// Saturates at [`Instant::MAX`] instead of overflowing.
     pub const fn from_secs(s: u64) -> Self {
-        Instant(s * 1_000_000_000)
+        Instant(s.saturating_mul(1_000_000_000))
     }
     pub const fn as_nanos(self) -> u64 {
         self.0
@@ -96,14 +99,17 @@ impl Duration {
     pub const fn from_nanos(ns: u64) -> Self {
         Duration(ns)
     }
+    /// Saturates at [`Duration::MAX`] (584 years) instead of overflowing.
     pub const fn from_micros(us: u64) -> Self {
-        Duration(us * 1_000)
+        Duration(us.saturating_mul(1_000))
     }
+    /// Saturates at [`Duration::MAX`] instead of overflowing.
     pub const fn from_millis(ms: u64) -> Self {
-        Duration(ms * 1_000_000)
+        Duration(ms.saturating_mul(1_000_000))
     }
+    /// Saturates at [`Duration::MAX`] instead of overflowing.
     pub const fn from_secs(s: u64) -> Self {
-        Duration(s * 1_000_000_000)
+        Duration(s.saturating_mul(1_000_000_000))
     }
     /// From floating-point seconds; negative and NaN map to zero, overflow saturates.
     pub fn from_secs_f64(s: f64) -> Self {

@@ -557,8 +557,11 @@ impl StreamingFlow {
             thin_transitions: self.thin_transitions,
             // Messages neither delivered nor given up; how long they waited
             // is not kept by this streaming analysis.
-            undelivered: delivered
-                .map(|d| self.messages.saturating_sub(d).saturating_sub(self.abandoned)),
+            undelivered: delivered.map(|d| {
+                self.messages
+                    .saturating_sub(d)
+                    .saturating_sub(self.abandoned)
+            }),
             undelivered_waited_max_ms: None,
             undelivered_waited_p50_ms: None,
         }

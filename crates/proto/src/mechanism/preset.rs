@@ -396,11 +396,13 @@ fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
                 "rto-min" => c.rto_min = Duration::from_millis(positive(n)?.into()),
                 "rto-initial" => c.rto_initial = Duration::from_millis(positive(n)?.into()),
                 "rto-max" => c.rto_max = Duration::from_millis(positive(n)?.into()),
-                "rttvar-min" => m.rttvar_min = Duration::from_millis(n),
-                "efr-min" => m.efr_min = Duration::from_millis(n),
+                // Milliseconds fit 32 bits (49 days); a larger value is an
+                // error, not an overflow (found by the preset fuzz target).
+                "rttvar-min" => m.rttvar_min = Duration::from_millis(small(n)?.into()),
+                "efr-min" => m.efr_min = Duration::from_millis(small(n)?.into()),
                 "thin-minrto" => {
                     m.min_rto = true;
-                    m.thin_min_rto = Duration::from_millis(n);
+                    m.thin_min_rto = Duration::from_millis(small(n)?.into());
                 }
                 _ => {
                     return Err(format!(
@@ -418,6 +420,25 @@ fn apply_token(c: &mut Config, word: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Fuzz finding: a millisecond parameter beyond 32 bits overflowed the
+    // nanosecond conversion; it is an error now.
+    #[test]
+    fn huge_millisecond_parameters_are_refused() {
+        for p in [
+            "efr-min",
+            "rttvar-min",
+            "thin-minrto",
+            "rto-min",
+            "rto-max",
+            "rto-initial",
+        ] {
+            let spec = format!("thin+{p}=10388313956573620");
+            let e = Config::from_preset(&spec).expect_err(&spec);
+            assert!(e.to_string().contains("too large"), "{e}");
+        }
+        assert!(Config::from_preset("thin+efr-min=4294967295").is_ok());
+    }
 
     #[test]
     fn timer_bounds_are_checked() {
