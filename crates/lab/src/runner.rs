@@ -189,9 +189,13 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         }
         let streams = entry.workload.stream_count();
         let split = crate::echo::splits(kind, streams);
-        for _ in 0..entry.count {
+        for k in 0..entry.count {
             let i = flows.len();
-            let start = Instant::ZERO + entry.start;
+            let spread = Duration::from_nanos(
+                (u128::from(entry.start_spread.as_nanos()) * u128::from(k)
+                    / u128::from(entry.count.max(1))) as u64,
+            );
+            let start = Instant::ZERO + entry.start + spread;
             let generator = entry
                 .workload
                 .build(

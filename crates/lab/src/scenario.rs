@@ -210,6 +210,12 @@ pub struct FlowEntry {
     /// When both endpoints start (the initiator connects then).
     #[serde(default, with = "serde_duration")]
     pub start: Duration,
+    /// Spread the `count` flows' starts evenly over this window: flow k
+    /// (0-based) of the entry starts at `start + k * start_spread / count`
+    /// (many associations opening at the same instant into a small
+    /// drop-tail queue would mostly lose their handshakes together).
+    #[serde(default, with = "serde_duration")]
+    pub start_spread: Duration,
     /// Delay from `start` to the workload's first message (lets the
     /// association come up first, so early messages are not held back and
     /// bundled while it does).
@@ -602,7 +608,7 @@ impl SweepSpec {
 }
 
 /// Most flows a topology can address (sim's `topology::MAX_FLOWS`).
-const MAX_FLOWS: u32 = 254;
+const MAX_FLOWS: u32 = thinstream_sim::topology::MAX_FLOWS as u32;
 
 impl Scenario {
     /// Reads, parses and validates a scenario file.

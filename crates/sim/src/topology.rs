@@ -1,10 +1,14 @@
 //! Topologies as data, and the network they build: hosts, routers and the
 //! links between them, with static routing by destination address.
 //!
-//! Addressing (documentation ranges only, RFC 5737; the simulator never
-//! touches a real network): flow `i` has endpoint A at `192.0.2.(i+1)` and
-//! endpoint B at `198.51.100.(i+1)`, both on the flow's UDP port (9899, the
-//! SCTP-over-UDP port of RFC 6951, unless the flow says otherwise).
+//! Addressing (ranges that are never routed; the simulator never touches a
+//! real network): flow `i` < 254 has endpoint A at `192.0.2.(i+1)` and
+//! endpoint B at `198.51.100.(i+1)` (documentation ranges, RFC 5737); flows
+//! from 254 on use the benchmarking range of RFC 2544, 198.18.0.0/15: A in
+//! `198.18.x.y`, B in `198.19.x.y` (y in 1..=254), up to [`MAX_FLOWS`]. All
+//! on the flow's UDP port (9899, the SCTP-over-UDP port of RFC 6951, unless
+//! the flow says otherwise). The first 254 flows keep their addresses, so
+//! results of smaller topologies do not change.
 
 use crate::{EndpointId, FlowId, LinkId, Side};
 use std::collections::BTreeMap;
@@ -13,8 +17,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use thinstream_base::Seed;
 use thinstream_link::LinkConfig;
 
-/// Most flows a topology can address (one host number per flow per side).
-pub const MAX_FLOWS: usize = 254;
+/// Most flows a topology can address: 254 in the documentation ranges plus
+/// 256 × 254 in the benchmarking range.
+pub const MAX_FLOWS: usize = 254 + 256 * 254;
 
 /// How the endpoints are connected.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,13 +97,51 @@ impl std::error::Error for TopologyError {}
 
 /// The address of endpoint `side` of flow `flow` on UDP port `port`.
 pub fn endpoint_addr(flow: usize, side: Side, port: u16) -> SocketAddr {
-    // `flow < MAX_FLOWS` is checked by the builder, so the host part fits.
-    let host = u8::try_from(flow + 1).unwrap_or(u8::MAX);
-    let ip = match side {
-        Side::A => Ipv4Addr::new(192, 0, 2, host),
-        Side::B => Ipv4Addr::new(198, 51, 100, host),
+    // `flow < MAX_FLOWS` is checked by the builder, so the parts fit.
+    let ip = if flow < 254 {
+        let host = (flow + 1) as u8;
+        match side {
+            Side::A => Ipv4Addr::new(192, 0, 2, host),
+            Side::B => Ipv4Addr::new(198, 51, 100, host),
+        }
+    } else {
+        let k = (flow - 254).min(256 * 254 - 1);
+        let (x, y) = ((k / 254) as u8, (k % 254 + 1) as u8);
+        match side {
+            Side::A => Ipv4Addr::new(198, 18, x, y),
+            Side::B => Ipv4Addr::new(198, 19, x, y),
+        }
     };
     SocketAddr::new(IpAddr::V4(ip), port)
+}
+
+#[cfg(test)]
+mod addressing {
+    use super::*;
+
+    #[test]
+    fn every_flow_has_its_own_addresses() {
+        let mut seen = std::collections::BTreeSet::new();
+        for flow in 0..MAX_FLOWS {
+            for side in [Side::A, Side::B] {
+                assert!(seen.insert(endpoint_addr(flow, side, 9899)), "flow {flow}");
+            }
+        }
+        // The first 254 keep the documentation-range addresses.
+        assert_eq!(endpoint_addr(0, Side::A, 1).ip().to_string(), "192.0.2.1");
+        assert_eq!(
+            endpoint_addr(253, Side::B, 1).ip().to_string(),
+            "198.51.100.254"
+        );
+        assert_eq!(
+            endpoint_addr(254, Side::A, 1).ip().to_string(),
+            "198.18.0.1"
+        );
+        assert_eq!(
+            endpoint_addr(999, Side::B, 1).ip().to_string(),
+            "198.19.2.238"
+        );
+    }
 }
 
 /// A node of the built network.
