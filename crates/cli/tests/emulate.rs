@@ -661,8 +661,10 @@ fn two_clients_through_one_emulator_each_get_their_own_data_back() {
     assert_eq!(clients.len(), 2, "{report}");
     assert_ne!(clients[0]["upstream"], clients[1]["upstream"]);
     for c in clients {
-        assert!(u(&c["forward"]["sent"]["packets"]) >= 150);
-        assert!(u(&c["reverse"]["sent"]["packets"]) > 0);
+        // 150 messages each (several may share a packet when the window
+        // is full or after a loss): each client's link carried its own.
+        assert!(u(&c["forward"]["sent"]["packets"]) >= 50, "{c}");
+        assert!(u(&c["reverse"]["sent"]["packets"]) > 0, "{c}");
     }
     // Totals are the sums of the clients.
     let sum = |d: &str| -> u64 { clients.iter().map(|c| u(&c[d]["sent"]["packets"])).sum() };
