@@ -42,6 +42,10 @@ struct Args {
     /// Preset of the associations.
     #[arg(long, default_value = "production")]
     preset: String,
+    /// After sending, wait up to this long (s) for the remaining echoes;
+    /// what has not come back by then is reported as `lost`.
+    #[arg(long, default_value_t = 0.5)]
+    drain_s: f64,
 }
 
 /// CPU seconds (user + system) of this process.
@@ -116,11 +120,14 @@ async fn main() -> anyhow::Result<()> {
     // One receiver task per association: it records each echo's round
     // trip in microseconds (the sent time travels in the payload).
     let mut receivers = Vec::new();
+    let echoed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     for a in busy.iter() {
         let a = a.clone();
+        let echoed = echoed.clone();
         receivers.push(tokio::spawn(async move {
             let mut rtts: Vec<u32> = Vec::new();
             while let Ok(m) = a.recv().await {
+                echoed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let now = epoch.elapsed().as_nanos() as u64;
                 let t0 = u64::from_le_bytes(m.data[..8].try_into().expect("8 bytes"));
                 rtts.push((now.saturating_sub(t0) / 1000).max(1) as u32);
@@ -151,8 +158,11 @@ async fn main() -> anyhow::Result<()> {
             next += step;
         }
     }
-    // The last echoes, then close every association.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The last echoes (up to --drain-s), then close every association.
+    let drain_end = Instant::now() + Duration::from_secs_f64(args.drain_s.max(0.0));
+    while echoed.load(std::sync::atomic::Ordering::Relaxed) < sent && Instant::now() < drain_end {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut retx = 0u64;
     for a in busy {
         retx += a.stats().retransmitted_chunks();
