@@ -556,6 +556,25 @@ impl Phase {
 /// Datagrams remembered for a failure's detail.
 const RECENT: usize = 40;
 
+/// A DATA or I-DATA chunk's key fields (B/E/U: beginning, ending, unordered).
+fn data_line(
+    kind: &str,
+    tsn: u32,
+    stream: u16,
+    seq_name: &str,
+    seq: u32,
+    (b, e, u): (bool, bool, bool),
+    len: usize,
+) -> String {
+    let flag = |on: bool, c: &'static str| if on { c } else { "" };
+    format!(
+        "{kind} tsn {tsn} s{stream} {seq_name} {seq} {}{}{} {len}B",
+        flag(b, "B"),
+        flag(e, "E"),
+        flag(u, "U")
+    )
+}
+
 /// One line about a datagram: its chunks with their key fields.
 fn describe(datagram: &[u8]) -> String {
     use thinstream_proto::wire::{Chunk, Packet};
@@ -565,26 +584,30 @@ fn describe(datagram: &[u8]) -> String {
     let mut parts = vec![format!("{}>{}", p.src_port, p.dst_port)];
     for c in &p.chunks {
         parts.push(match c {
-            Chunk::Data(d) => format!(
-                "DATA tsn {} s{} ssn {} {}{}{} {}B",
-                d.tsn.0,
-                d.stream,
-                d.ssn,
-                if d.beginning { "B" } else { "" },
-                if d.ending { "E" } else { "" },
-                if d.unordered { "U" } else { "" },
-                d.payload.len()
-            ),
-            Chunk::IData(d) => format!(
-                "I-DATA tsn {} s{} mid {} {}{}{} {}B",
-                d.tsn.0,
-                d.stream,
-                d.mid,
-                if d.beginning { "B" } else { "" },
-                if d.ending { "E" } else { "" },
-                if d.unordered { "U" } else { "" },
-                d.payload.len()
-            ),
+            Chunk::Data(d) => {
+                let flags = (d.beginning, d.ending, d.unordered);
+                data_line(
+                    "DATA",
+                    d.tsn.0,
+                    d.stream,
+                    "ssn",
+                    d.ssn.0.into(),
+                    flags,
+                    d.payload.len(),
+                )
+            }
+            Chunk::IData(d) => {
+                let flags = (d.beginning, d.ending, d.unordered);
+                data_line(
+                    "I-DATA",
+                    d.tsn.0,
+                    d.stream,
+                    "mid",
+                    d.mid,
+                    flags,
+                    d.payload.len(),
+                )
+            }
             Chunk::Sack(s) => format!(
                 "SACK cum {} rwnd {} gaps {:?} dups {}",
                 s.cum_tsn_ack.0,
