@@ -261,6 +261,24 @@ pub fn plots(results: &Value) -> Vec<Plot> {
             true,
         ));
     }
+    // Echo response times (001 Fig. 6 plots the complementary CDF at
+    // p = 1%); a sweep's are per point and not pooled here.
+    if results["sweep"].is_null() {
+        let series: Vec<(String, Vec<(f64, f64)>)> = vars
+            .iter()
+            .map(|v| (name(v), cdf_points(&v["responses"]["response_cdf_ms"])))
+            .filter(|(_, p)| !p.is_empty())
+            .collect();
+        if !series.is_empty() {
+            out.extend(cdf_plot(
+                "response-cdf-tail.svg",
+                &format!("{scenario}: CDF tail (90th percentile and up) of the response time"),
+                "response time (request sent -> echo delivered), ms",
+                &series,
+                true,
+            ));
+        }
+    }
     out.extend(mtt_plot(results, &vars));
     out.extend(model_plot(results, &vars));
     out.extend(throughput_plot(results, &vars));
@@ -534,13 +552,30 @@ fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
 
 fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     let scenario = results["scenario"].as_str().unwrap_or("");
-    // (name, curve, measured (loss, mean response))
-    type ModelSeries = (String, Vec<(f64, f64)>, Option<(f64, f64)>);
+    // A delay sweep changes the RTT, not the loss: one curve against loss
+    // does not describe it.
+    let sweep = results["sweep"]["parameter"].as_str();
+    if sweep.is_some_and(|p| p != "loss") {
+        return None;
+    }
+    // (name, curve, measured (loss %, mean response) per point or overall)
+    type ModelSeries = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let measured = |x: &Value| {
+        x["model"]["loss"]
+            .as_f64()
+            .zip(x["responses"]["response_ms"]["mean"].as_f64())
+            .map(|(l, r)| (l * 100.0, r))
+    };
     let series: Vec<ModelSeries> = vars
         .iter()
-        .filter(|v| v["model"].is_object())
-        .map(|v| {
-            let m = &v["model"];
+        .filter_map(|v| {
+            let points: Vec<&Value> = v["points"].as_array().into_iter().flatten().collect();
+            // The curve is the same at every point of a loss sweep.
+            let m = if v["model"].is_object() {
+                &v["model"]
+            } else {
+                &points.iter().find(|p| p["model"].is_object())?["model"]
+            };
             let curve: Vec<(f64, f64)> = m["curve"]
                 .as_array()
                 .into_iter()
@@ -549,11 +584,12 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
                     Some((p["loss"].as_f64()? * 100.0, p["response_time_ms"].as_f64()?))
                 })
                 .collect();
-            let measured = m["loss"]
-                .as_f64()
-                .zip(v["responses"]["response_ms"]["mean"].as_f64())
-                .map(|(l, r)| (l * 100.0, r));
-            (name(v), curve, measured)
+            let dots: Vec<(f64, f64)> = if points.is_empty() {
+                measured(v).into_iter().collect()
+            } else {
+                points.iter().filter_map(|p| measured(p)).collect()
+            };
+            Some((name(v), curve, dots))
         })
         .filter(|(_, c, _)| !c.is_empty())
         .collect();
@@ -562,13 +598,13 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     }
     let xmax = series
         .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.0))
         .fold(0.0, f64::max)
         .max(0.1);
     let ymax = nice_max(
         series
             .iter()
-            .flat_map(|s| s.1.iter().map(|p| p.1).chain(s.2.map(|m| m.1)))
+            .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.1))
             .fold(0.0, f64::max),
     );
     let caption =

@@ -158,7 +158,8 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     let mut measured: Vec<(usize, TransportKind)> = Vec::new();
     // The `[[flows]]` entry of every flow.
     let mut entry_of: Vec<usize> = Vec::new();
-    for (e, entry) in scenario.flows.iter().enumerate() {
+    let entries = scenario.flows_for(&variant.spec);
+    for (e, entry) in entries.iter().enumerate() {
         let config: TransportConfig = plan.fixed[e]
             .clone()
             .unwrap_or_else(|| variant_config.clone());

@@ -294,6 +294,12 @@ pub struct VariantSpec {
     /// overrides the flow's `receiver`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receiver: Option<String>,
+    /// The flows that follow the variants spread their messages round robin
+    /// over this many streams (SCTP) or connections (TCP) instead of the
+    /// workload's `streams`, all draws unchanged (001 §III.E compares 1, 2,
+    /// 4 and 8 streams or connections on one workload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_streams: Option<u16>,
 }
 
 /// Config fields a variant may set on top of its preset. Each applies to
@@ -648,6 +654,25 @@ impl Scenario {
         }
     }
 
+    /// The `[[flows]]` entries as variant `v` runs them: its
+    /// `workload_streams` replaces the stream count of every flow that
+    /// follows the variants (validation made sure each such workload has
+    /// one).
+    pub fn flows_for(&self, v: &VariantSpec) -> Vec<FlowEntry> {
+        self.flows
+            .iter()
+            .map(|f| {
+                let mut f = f.clone();
+                if let (Some(n), None) = (v.workload_streams, &f.preset) {
+                    if let Some(w) = f.workload.with_streams(n) {
+                        f.workload = w;
+                    }
+                }
+                f
+            })
+            .collect()
+    }
+
     /// Checks everything that does not need a transport preset.
     pub fn validate(&self) -> Result<(), LabError> {
         if self.name.is_empty()
@@ -717,6 +742,23 @@ impl Scenario {
             }
             if !names.insert(v.name.as_str()) {
                 return Err(self.invalid(format!("variant {:?} is listed twice", v.name)));
+            }
+            if let Some(n) = v.workload_streams {
+                if n == 0 {
+                    return Err(self.invalid(format!(
+                        "variant {:?}: workload_streams must be at least 1",
+                        v.name
+                    )));
+                }
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.preset.is_none() && f.workload.with_streams(n).is_none() {
+                        return Err(self.invalid(format!(
+                            "variant {:?}: workload_streams cannot apply to flows[{i}] (a {} workload takes its streams from elsewhere)",
+                            v.name,
+                            f.workload.kind_name()
+                        )));
+                    }
+                }
             }
         }
         if let Some(b) = &self.metrics.baseline {
