@@ -187,7 +187,7 @@ pub fn predict(
     point: Option<SweepPoint>,
 ) -> Option<ModelResult> {
     let variant_unordered = variant.unordered;
-    let flows = scenario.flows_for(variant);
+    let flows = scenario.flows_at(variant, point);
     let entry = flows
         .iter()
         .find(|f| f.is_measured() && matches!(f.workload, WorkloadConfig::Echo { .. }))?;
@@ -213,7 +213,7 @@ pub fn predict(
             _ => return None,
         },
         Some(SweepPoint::DropDataPacket(_)) => return None,
-        None => match forward.0.loss {
+        Some(SweepPoint::Iat(_)) | None => match forward.0.loss {
             Some(LossModel::Bernoulli { p }) => (p, forward.0.delay + reverse.0.delay),
             _ => return None,
         },

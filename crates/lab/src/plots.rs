@@ -555,6 +555,9 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     // A delay sweep changes the RTT, not the loss: one curve against loss
     // does not describe it.
     let sweep = results["sweep"]["parameter"].as_str();
+    if sweep == Some("iat") {
+        return load_plot(results, vars);
+    }
     if sweep.is_some_and(|p| p != "loss") {
         return None;
     }
@@ -631,6 +634,88 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
                 .map_err(err)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)
+    })
+}
+
+/// Mean response time against the offered load (an `iat` sweep; 001
+/// Figs. 7-8): the model per point as a line, ours as dots, log x axis.
+fn load_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    // (name, model [(log10 rate, ms)], ours [(log10 rate, ms)])
+    type LoadSeries = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let series: Vec<LoadSeries> = vars
+        .iter()
+        .map(|v| {
+            let (mut model, mut ours) = (Vec::new(), Vec::new());
+            for p in v["points"].as_array().into_iter().flatten() {
+                let Some(iat) = p["model"]["interarrival_ms"].as_f64().filter(|x| *x > 0.0) else {
+                    continue;
+                };
+                let x = (1000.0 / iat).log10();
+                if let Some(m) = p["model"]["response_time_ms"].as_f64() {
+                    model.push((x, m));
+                }
+                if let Some(r) = p["responses"]["response_ms"]["mean"].as_f64() {
+                    ours.push((x, r));
+                }
+            }
+            (name(v), model, ours)
+        })
+        .filter(|(_, m, o)| !m.is_empty() || !o.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let xs = || {
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.0))
+    };
+    let (x0, x1) = (
+        xs().fold(f64::INFINITY, f64::min).floor(),
+        xs().fold(f64::NEG_INFINITY, f64::max).ceil(),
+    );
+    let ymax = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.1))
+            .fold(0.0, f64::max),
+    );
+    let caption =
+        format!("{scenario}: mean response time vs offered load (lines: model eq. 5; dots: ours)");
+    draw("response-vs-load.svg", caption.clone(), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1.max(x0 + 1.0), 0.0..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("requests per second, all streams or connections together (log scale)")
+            .y_desc("mean response time, ms")
+            .x_labels(((x1 - x0) as usize + 1).max(2))
+            .x_label_formatter(&|x| tick(&10f64.powf(*x)))
+            .y_label_formatter(&tick)
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, (n, model, ours)) in series.iter().enumerate() {
+            let c = color(i);
+            line(
+                &mut chart,
+                model.iter().copied(),
+                c,
+                2,
+                format!("{n} (model)"),
+            )?;
+            chart
+                .draw_series(ours.iter().map(|m| Circle::new(*m, 5, c.filled())))
+                .map_err(err)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 13)
     })
 }
 

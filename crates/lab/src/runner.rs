@@ -158,7 +158,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     let mut measured: Vec<(usize, TransportKind)> = Vec::new();
     // The `[[flows]]` entry of every flow.
     let mut entry_of: Vec<usize> = Vec::new();
-    let entries = scenario.flows_for(&variant.spec);
+    let entries = scenario.flows_at(&variant.spec, point);
     for (e, entry) in entries.iter().enumerate() {
         let config: TransportConfig = plan.fixed[e]
             .clone()
@@ -495,7 +495,7 @@ fn build_topology(plan: &Plan, point: Option<SweepPoint>) -> Topology {
                 l.loss = Some(thinstream_link::LossModel::Bernoulli { p });
             }
             Some(SweepPoint::Delay(d)) => l.delay = d,
-            Some(SweepPoint::DropDataPacket(_)) | None => {}
+            Some(SweepPoint::DropDataPacket(_) | SweepPoint::Iat(_)) | None => {}
         }
         l
     };

@@ -486,6 +486,10 @@ pub enum SweepParameter {
     Loss,
     /// One-way propagation delay on both directions (two-host only).
     Delay,
+    /// The (mean) interarrival time of the workloads of the flows that
+    /// follow the variants (`constant`, `exponential`, `echo`): the offered
+    /// load (001 §IV.D Figs. 7-8).
+    Iat,
 }
 
 impl SweepParameter {
@@ -494,6 +498,7 @@ impl SweepParameter {
             SweepParameter::DropDataPacket => "drop-data-packet",
             SweepParameter::Loss => "loss",
             SweepParameter::Delay => "delay",
+            SweepParameter::Iat => "iat",
         }
     }
 }
@@ -522,6 +527,7 @@ pub enum SweepPoint {
     DropDataPacket(u64),
     Loss(Probability),
     Delay(Duration),
+    Iat(Duration),
 }
 
 impl SweepPoint {
@@ -530,7 +536,7 @@ impl SweepPoint {
         match self {
             SweepPoint::DropDataPacket(k) => k.to_string(),
             SweepPoint::Loss(p) => format!("{}%", trim_float(p.get() * 100.0)),
-            SweepPoint::Delay(d) => serde_duration::to_text(*d),
+            SweepPoint::Delay(d) | SweepPoint::Iat(d) => serde_duration::to_text(*d),
         }
     }
 }
@@ -603,6 +609,17 @@ impl SweepSpec {
                     .map_err(|_| bad("a duration")),
                 _ => Err(bad("a duration")),
             },
+            SweepParameter::Iat => match v {
+                toml::Value::Integer(ms) if *ms >= 1 => {
+                    Ok(SweepPoint::Iat(Duration::from_millis(*ms as u64)))
+                }
+                toml::Value::String(s) => Duration::parse(s)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .map(SweepPoint::Iat)
+                    .ok_or_else(|| bad("a positive duration")),
+                _ => Err(bad("a positive duration")),
+            },
         }
     }
 }
@@ -659,13 +676,24 @@ impl Scenario {
     /// follows the variants (validation made sure each such workload has
     /// one).
     pub fn flows_for(&self, v: &VariantSpec) -> Vec<FlowEntry> {
+        self.flows_at(v, None)
+    }
+
+    /// [`Self::flows_for`] at a sweep point: an `iat` point replaces the
+    /// (mean) interarrival time of every flow that follows the variants.
+    pub fn flows_at(&self, v: &VariantSpec, point: Option<SweepPoint>) -> Vec<FlowEntry> {
         self.flows
             .iter()
             .map(|f| {
                 let mut f = f.clone();
-                if let (Some(n), None) = (v.workload_streams, &f.preset) {
-                    if let Some(w) = f.workload.with_streams(n) {
+                if f.preset.is_none() {
+                    if let Some(w) = v.workload_streams.and_then(|n| f.workload.with_streams(n)) {
                         f.workload = w;
+                    }
+                    if let Some(SweepPoint::Iat(d)) = point {
+                        if let Some(w) = f.workload.with_mean_iat(d) {
+                            f.workload = w;
+                        }
                     }
                 }
                 f
@@ -797,6 +825,18 @@ impl Scenario {
                 && !matches!(self.topology, TopologySpec::TwoHost { .. })
             {
                 return Err(self.invalid("sweep parameter \"delay\" needs a two-host topology"));
+            }
+            if sweep.parameter == SweepParameter::Iat {
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.preset.is_none()
+                        && f.workload.with_mean_iat(Duration::from_millis(1)).is_none()
+                    {
+                        return Err(self.invalid(format!(
+                            "sweep parameter \"iat\": flows[{i}] has a {} workload (constant, exponential or echo needed)",
+                            f.workload.kind_name()
+                        )));
+                    }
+                }
             }
         }
         Ok(())

@@ -402,6 +402,20 @@ impl WorkloadConfig {
         Some(w)
     }
 
+    /// The same workload with its (mean) interarrival time replaced:
+    /// `iat` of `constant`, `mean-iat` of `exponential` and `echo`; `None`
+    /// for the other kinds (their timing is not one interval).
+    pub fn with_mean_iat(&self, d: Duration) -> Option<WorkloadConfig> {
+        let mut w = self.clone();
+        match &mut w {
+            WorkloadConfig::Constant { iat, .. } => *iat = d,
+            WorkloadConfig::Exponential { mean_iat, .. }
+            | WorkloadConfig::Echo { mean_iat, .. } => *mean_iat = d,
+            _ => return None,
+        }
+        Some(w)
+    }
+
     /// What the peer application does with the messages.
     pub fn peer_behaviour(&self) -> PeerBehaviour {
         match self {
