@@ -279,6 +279,7 @@ pub fn plots(results: &Value) -> Vec<Plot> {
             ));
         }
     }
+    out.extend(points_plot(results, &vars, &latency_name(kind, owd)));
     out.extend(mtt_plot(results, &vars));
     out.extend(model_plot(results, &vars));
     out.extend(throughput_plot(results, &vars));
@@ -634,6 +635,108 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
                 .map_err(err)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)
+    })
+}
+
+/// A sweep value as a number for an x axis: `2.5%` → 2.5, `25ms` → 25,
+/// `1s` → 1000 (milliseconds), `500us` → 0.5.
+fn point_number(label: &str) -> Option<f64> {
+    let l = label.trim();
+    if let Some(x) = l.strip_suffix('%') {
+        return x.parse().ok();
+    }
+    for (unit, ms) in [
+        ("us", 0.001),
+        ("ms", 1.0),
+        ("s", 1000.0),
+        ("m", 60_000.0),
+        ("h", 3_600_000.0),
+    ] {
+        if let Some(x) = l.strip_suffix(unit) {
+            if let Ok(v) = x.parse::<f64>() {
+                return Some(v * ms);
+            }
+        }
+    }
+    l.parse().ok()
+}
+
+/// Loss, delay and load sweeps: one number per point and variant, so the
+/// pooled tables do not hide the sweep: goodput (mean of the throughput
+/// intervals of the first `[[flows]]` entry) when the scenario measures
+/// throughput, else the main latency's 99th percentile.
+fn points_plot(results: &Value, vars: &[&Value], latency: &str) -> Option<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let parameter = results["sweep"]["parameter"].as_str()?;
+    if parameter == "drop-data-packet" {
+        return None;
+    }
+    let goodput = vars.iter().any(|v| {
+        v["points"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["throughput"].is_array())
+    });
+    let series: Vec<(String, Vec<(f64, f64)>)> = vars
+        .iter()
+        .map(|v| {
+            let pts = v["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| {
+                    let x = point_number(p["value"].as_str()?)?;
+                    let y = if goodput {
+                        p["throughput"][0]["aggregate_kbps_mean"].as_f64()?
+                    } else {
+                        p["summary"]["latency_ms"]["p99"].as_f64()?
+                    };
+                    Some((x, y))
+                })
+                .collect::<Vec<_>>();
+            (name(v), pts)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let unit = match parameter {
+        "loss" => "loss rate, %",
+        "delay" => "one-way delay, ms",
+        "iat" => "(mean) interval between messages, ms",
+        _ => parameter,
+    };
+    let (file, what, y_desc) = if goodput {
+        (
+            "goodput-per-point.svg",
+            "goodput (acknowledged bytes, mean over the intervals)".to_string(),
+            "kbit/s".to_string(),
+        )
+    } else {
+        (
+            "p99-per-point.svg",
+            format!("99th percentile of {latency}"),
+            "ms".to_string(),
+        )
+    };
+    let all = || series.iter().flat_map(|s| s.1.iter());
+    let xmax = all().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
+    let ymax = nice_max(all().map(|p| p.1).fold(0.0, f64::max));
+    let caption = format!("{scenario}: {what} per {parameter} point");
+    draw(file, caption.clone(), |root| {
+        let mut chart = chart(root, &caption, 0.0..xmax * 1.05, 0.0..ymax, (unit, &y_desc))?;
+        for (i, (n, pts)) in series.iter().enumerate() {
+            let c = color(i);
+            let mut pts = pts.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            line(&mut chart, pts.iter().copied(), c, 2, n.clone())?;
+            chart
+                .draw_series(pts.iter().map(|m| Circle::new(*m, 4, c.filled())))
+                .map_err(err)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 12)
     })
 }
 

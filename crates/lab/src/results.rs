@@ -45,7 +45,7 @@ use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 /// `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`, `thin_share`,
 /// `thin_transitions`) per variant and point, `worst_path` per variant and
 /// point. 4: per sweep point `also`, `retransmission_causes`,
-/// `responses` and `model` (a sweep's variant-level `model` is gone: the
+/// `responses`, `model` and `throughput` (a sweep's variant-level `model` is gone: the
 /// model applies per point).
 pub const SCHEMA_VERSION: u32 = 4;
 
@@ -269,6 +269,9 @@ pub struct PointResult {
     /// prediction at this point's loss rate or delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::echo::ModelResult>,
+    /// `[metrics] throughput` at this point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throughput: Vec<crate::fairness::EntryThroughput>,
 }
 
 impl PointResult {
@@ -391,6 +394,14 @@ impl Results {
                             .as_ref()
                             .ok()
                             .and_then(|c| crate::echo::predict(s, c, &v.spec, Some(*p))),
+                        throughput: match &s.metrics.throughput {
+                            Some(t) => {
+                                let runs: Vec<&[crate::fairness::FlowSeries]> =
+                                    here.iter().map(|o| o.throughput.as_slice()).collect();
+                                crate::fairness::pool_throughput(s, t.interval, &runs)
+                            }
+                            None => Vec::new(),
+                        },
                     };
                     if drop_sweep {
                         let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
