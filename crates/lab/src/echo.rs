@@ -213,7 +213,7 @@ pub fn predict(
             _ => return None,
         },
         Some(SweepPoint::DropDataPacket(_)) => return None,
-        Some(SweepPoint::Iat(_)) | None => match forward.0.loss {
+        Some(SweepPoint::Iat(_) | SweepPoint::Flows(_)) | None => match forward.0.loss {
             Some(LossModel::Bernoulli { p }) => (p, forward.0.delay + reverse.0.delay),
             _ => return None,
         },

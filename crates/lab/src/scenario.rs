@@ -490,6 +490,10 @@ pub enum SweepParameter {
     /// follow the variants (`constant`, `exponential`, `echo`): the offered
     /// load (001 §IV.D Figs. 7-8).
     Iat,
+    /// How many identical flows each measured `[[flows]]` entry that
+    /// follows the variants expands into (its `count`; 002 §5.2.5 Fig.
+    /// 5.20's number of competing thin streams).
+    Flows,
 }
 
 impl SweepParameter {
@@ -499,6 +503,7 @@ impl SweepParameter {
             SweepParameter::Loss => "loss",
             SweepParameter::Delay => "delay",
             SweepParameter::Iat => "iat",
+            SweepParameter::Flows => "flows",
         }
     }
 }
@@ -528,6 +533,7 @@ pub enum SweepPoint {
     Loss(Probability),
     Delay(Duration),
     Iat(Duration),
+    Flows(u32),
 }
 
 impl SweepPoint {
@@ -535,6 +541,7 @@ impl SweepPoint {
     pub fn label(&self) -> String {
         match self {
             SweepPoint::DropDataPacket(k) => k.to_string(),
+            SweepPoint::Flows(n) => n.to_string(),
             SweepPoint::Loss(p) => format!("{}%", trim_float(p.get() * 100.0)),
             SweepPoint::Delay(d) | SweepPoint::Iat(d) => serde_duration::to_text(*d),
         }
@@ -608,6 +615,12 @@ impl SweepSpec {
                     .map(SweepPoint::Delay)
                     .map_err(|_| bad("a duration")),
                 _ => Err(bad("a duration")),
+            },
+            SweepParameter::Flows => match v {
+                toml::Value::Integer(n) if (1..=i64::from(MAX_FLOWS)).contains(n) => {
+                    Ok(SweepPoint::Flows(*n as u32))
+                }
+                _ => Err(bad("a flow count from 1 to 254")),
             },
             SweepParameter::Iat => match v {
                 toml::Value::Integer(ms) if *ms >= 1 => {
@@ -693,6 +706,11 @@ impl Scenario {
                     if let Some(SweepPoint::Iat(d)) = point {
                         if let Some(w) = f.workload.with_mean_iat(d) {
                             f.workload = w;
+                        }
+                    }
+                    if let Some(SweepPoint::Flows(n)) = point {
+                        if f.is_measured() && !f.workload.produces_flows() {
+                            f.count = n;
                         }
                     }
                 }
@@ -825,6 +843,43 @@ impl Scenario {
                 && !matches!(self.topology, TopologySpec::TwoHost { .. })
             {
                 return Err(self.invalid("sweep parameter \"delay\" needs a two-host topology"));
+            }
+            if sweep.parameter == SweepParameter::Flows {
+                if let TopologySpec::Dumbbell { access, .. } = &self.topology {
+                    if access.len() > 1 {
+                        return Err(self.invalid(
+                            "sweep parameter \"flows\" needs one `access` entry for all flows (the flow count changes per point)",
+                        ));
+                    }
+                }
+                let fixed: u32 = self
+                    .flows
+                    .iter()
+                    .filter(|f| {
+                        !(f.preset.is_none() && f.is_measured()) || f.workload.produces_flows()
+                    })
+                    .map(FlowEntry::expanded_count)
+                    .sum();
+                let swept = self
+                    .flows
+                    .iter()
+                    .filter(|f| {
+                        f.preset.is_none() && f.is_measured() && !f.workload.produces_flows()
+                    })
+                    .count() as u32;
+                let most = points
+                    .iter()
+                    .filter_map(|p| match p {
+                        SweepPoint::Flows(n) => Some(*n),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(0);
+                if fixed.saturating_add(swept.saturating_mul(most)) > MAX_FLOWS {
+                    return Err(self.invalid(format!(
+                        "sweep flows: {most} flows per swept entry make more than {MAX_FLOWS} flows"
+                    )));
+                }
             }
             if sweep.parameter == SweepParameter::Iat {
                 for (i, f) in self.flows.iter().enumerate() {
