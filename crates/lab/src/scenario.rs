@@ -36,6 +36,7 @@
 //! preset = "linux"                     # transport preset string
 //! overrides = { delayed_sack = false } # optional config overrides
 //! unordered = false                    # SCTP: every message unordered (001 §III.D)
+//! workload_streams = 4                 # messages over 4 streams / TCP connections
 //!
 //! [metrics]
 //! latency = "application"              # the latency the tables report
@@ -46,7 +47,7 @@
 //! throughput = { interval = "30s" }    # acked bytes per interval, Jain's index (002 §5.2.5)
 //!
 //! [sweep]                              # optional: one parameter varied
-//! parameter = "drop-data-packet"       # | "loss" | "delay"
+//! parameter = "drop-data-packet"       # | "loss" | "delay" | "iat" | "flows"
 //! values = [9, 10, 11]                 # or from = 9, to = 48 (inclusive), step = 1
 //!
 //! [reference]                          # free-form: the documents' numbers, copied to results.json

@@ -376,3 +376,64 @@ fn echo_loss_sweep_reports_per_point() {
     let text = crate::table::render(&Results::build(&plan, &outcomes, 0.0));
     assert!(text.contains("0.5%") && text.contains("3%"), "{text}");
 }
+
+// An `iat` sweep sets the workload's mean gap per point: more requests at
+// the shorter gap, and the model's interarrival time follows.
+#[test]
+fn echo_iat_sweep_sets_the_load() {
+    let text = ECHO.replace("duration = \"20s\"", "duration = \"10s\"")
+        + "\n[sweep]\nparameter = \"iat\"\nvalues = [\"50ms\", \"5ms\"]\n";
+    let plan = Plan::new(parse(&text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap();
+    for v in r["variants"].as_array().unwrap() {
+        let pts = v["points"].as_array().unwrap();
+        let n = |i: usize| pts[i]["responses"]["requests"].as_f64().unwrap();
+        // 9 s of requests: ~180 at 50 ms, ~1800 at 5 ms.
+        assert!((120.0..260.0).contains(&n(0)), "{}", n(0));
+        assert!(n(1) > 6.0 * n(0), "{} vs {}", n(1), n(0));
+        assert_eq!(pts[0]["model"]["interarrival_ms"], 50.0);
+        assert_eq!(pts[1]["model"]["interarrival_ms"], 5.0);
+    }
+    // A workload without one interval cannot be swept.
+    let bad = text.replace(
+        "{ kind = \"echo\", bytes = 100, mean-iat = \"10ms\", streams = 4 }",
+        "{ kind = \"uniform\", bytes = 100, min-iat = \"10ms\", max-iat = \"20ms\" }",
+    );
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.contains("iat"), "{e}");
+}
+
+// A `flows` sweep sets the count of the measured entries per point.
+#[test]
+fn flows_sweep_sets_the_count() {
+    let text = r#"
+name = "count"
+duration = "5s"
+drain = "2s"
+seed = 4
+
+[topology]
+kind = "two-host"
+forward = "delay 10ms"
+
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+
+[sweep]
+parameter = "flows"
+values = [1, 3]
+
+[[variants]]
+name = "rfc"
+preset = "rfc"
+"#;
+    let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    assert_eq!(outcomes[0].flows.len(), 1);
+    assert_eq!(outcomes[1].flows.len(), 3);
+    assert!(outcomes.iter().all(|o| o.fault.is_none()));
+    let too_many = text.replace("values = [1, 3]", "values = [1, 255]");
+    assert!(parse(&too_many).is_err());
+}

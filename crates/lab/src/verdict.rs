@@ -218,10 +218,12 @@ impl Expectation {
         } else {
             format!("{} × ", self.factor)
         };
-        let offset = match self.offset {
-            o if o == 0.0 => String::new(),
-            o if o > 0.0 => format!(" + {o}"),
-            o => format!(" − {}", -o),
+        let offset = if self.offset == 0.0 {
+            String::new()
+        } else if self.offset > 0.0 {
+            format!(" + {}", self.offset)
+        } else {
+            format!(" − {}", -self.offset)
         };
         match &self.target {
             Target::Value(x) => format!("{} {factor}{x}{offset}", self.op.symbol()),
