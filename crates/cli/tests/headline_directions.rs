@@ -207,3 +207,57 @@ fn early_retransmit_shortens_transfer_time() {
         &v("standard", "points[value=9].mtt_ms_compared"),
     );
 }
+
+// 002 §5.2.3 Fig. 5.15: a bundle limit that leaves room for no second
+// segment does nothing; one extra segment helps; room for all helps most.
+// Full run (RTT 150 ms): p99 New Reno 915, limit 400 915, 700 381, 1000 100.
+#[test]
+fn rdb_bundle_limit_orders_the_tail() {
+    let j = run(
+        "002-rdb-bundle-limit.toml",
+        &[
+            "--duration",
+            "30m",
+            "--drain",
+            "30s",
+            "--points",
+            "75ms",
+            "--variants",
+            "newreno,rdb-400,rdb-700,rdb-1000",
+        ],
+    );
+    let p99 = |name: &str| v(name, "points[value=75ms].summary.latency_ms.p99");
+    let (nr, l400) = (num(&j, &p99("newreno")), num(&j, &p99("rdb-400")));
+    assert!(
+        (l400 - nr).abs() <= 0.05 * nr,
+        "limit 400 {l400} vs New Reno {nr}"
+    );
+    below(&j, &p99("rdb-700"), &p99("newreno"));
+    below(&j, &p99("rdb-1000"), &p99("rdb-700"));
+    let tohd = |name: &str| v(name, "points[value=75ms].summary.tohd");
+    below(&j, &tohd("rdb-700"), &tohd("rdb-1000"));
+}
+
+// 001 §IV.B Fig. 4 at p = 2%: more streams, lower mean response time;
+// unordered lowest. Full run: 1 stream 68, 2 streams 48, 4 37, 8 29,
+// unordered 23 ms.
+#[test]
+fn hol_more_streams_respond_faster() {
+    let j = run(
+        "001-hol-loss.toml",
+        &[
+            "--duration",
+            "200s",
+            "--drain",
+            "10s",
+            "--points",
+            "2%",
+            "--variants",
+            "sctp-1-stream,sctp-2-streams,sctp-8-streams,sctp-unordered",
+        ],
+    );
+    let mean = |name: &str| v(name, "points[value=2%].responses.response_ms.mean");
+    below(&j, &mean("sctp-2-streams"), &mean("sctp-1-stream"));
+    below(&j, &mean("sctp-8-streams"), &mean("sctp-2-streams"));
+    below(&j, &mean("sctp-unordered"), &mean("sctp-8-streams"));
+}
