@@ -14,7 +14,8 @@
 //!   recovery counters `spurious_excluding_redundant`, `t3_expiries`,
 //!   `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
 //!   `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`,
-//!   `thin_share`, `thin_transitions`, `spurious.REASON`: `value`;
+//!   `thin_share`, `thin_transitions`, `rtt_sample_mean_ms`, `rto_mean_ms`,
+//!   `spurious.REASON`: `value`;
 //! - `worst_path`: `latency_ms`, `sent_s` (the slowest message; its path
 //!   is in results.json);
 //! - `response_ms` (echo): the latency statistics and `cdf_qQ`; `model`:
@@ -174,6 +175,8 @@ impl Rows<'_> {
             "data_rtt_samples",
             "thin_share",
             "thin_transitions",
+            "rtt_sample_mean_ms",
+            "rto_mean_ms",
         ] {
             self.push(variant, point, m, "value", &s[m]);
         }

@@ -121,6 +121,13 @@ pub struct Summary {
     pub thin_share: Option<f64>,
     #[serde(default)]
     pub thin_transitions: u64,
+    /// Mean of the RTT samples that reached the estimator, and mean of the
+    /// RTO values it set (each `Rto` record counts once), ms; `null`
+    /// without samples or records (000 Fig. 4: calculated RTO).
+    #[serde(default)]
+    pub rtt_sample_mean_ms: Option<f64>,
+    #[serde(default)]
+    pub rto_mean_ms: Option<f64>,
 }
 
 impl Summary {
@@ -161,8 +168,12 @@ impl Summary {
         let (mut redundant, mut rtt_samples, mut data_rtt_samples, mut transitions) =
             (0u64, 0u64, 0u64, 0u64);
         let mut thin: Option<(u64, u64)> = None;
+        let (mut rtt_nanos, mut rto_updates, mut rto_nanos) = (0u64, 0u64, 0u64);
         for f in &flows {
             let rc = f.recovery();
+            rtt_nanos = rtt_nanos.saturating_add(rc.rtt_sample_nanos);
+            rto_updates += rc.rto_updates;
+            rto_nanos = rto_nanos.saturating_add(rc.rto_nanos);
             redundant += rc.redundant_bytes;
             rtt_samples += rc.rtt_samples;
             data_rtt_samples += rc.data_rtt_samples;
@@ -271,6 +282,9 @@ impl Summary {
             data_rtt_samples,
             thin_share: thin.and_then(|(t, w)| (w > 0).then(|| t as f64 / w as f64)),
             thin_transitions: transitions,
+            rtt_sample_mean_ms: (rtt_samples > 0)
+                .then(|| rtt_nanos as f64 / rtt_samples as f64 / 1e6),
+            rto_mean_ms: (rto_updates > 0).then(|| rto_nanos as f64 / rto_updates as f64 / 1e6),
             messages,
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,
