@@ -23,7 +23,7 @@ pub(crate) struct Args {
     /// Output folder (one sub-folder per scenario, report.md on top).
     #[arg(long, default_value = "out/reproduce")]
     pub(crate) out: PathBuf,
-    /// Shorter runs: at most 10 simulated minutes of messages, one repetition.
+    /// Shorter runs: at most 5 simulated minutes of messages, one repetition.
     #[arg(long)]
     pub(crate) quick: bool,
     /// Folder of scenario files (the documents' experiments).
@@ -49,7 +49,7 @@ pub(crate) struct Args {
 }
 
 /// `--quick` caps: enough loss events for the tables, minutes not hours.
-const QUICK_DURATION: Duration = Duration::from_secs(600);
+const QUICK_DURATION: Duration = Duration::from_secs(300);
 const QUICK_DRAIN: Duration = Duration::from_secs(30);
 
 /// What `reproduce` ran, in report order (`manifest.json`).
@@ -92,7 +92,7 @@ fn robustness_intro(quick: bool) -> String {
          and the share of time classified thin; the slowest-message table gives every variant's \
          maximum at 5% loss and the path its trace shows.",
         if quick {
-            "Cells are 1 h of messages in a full run; this `--quick` report shortens them to 10 minutes, so maxima and rare events are rougher."
+            "Cells are 1 h of messages in a full run; this `--quick` report shortens them to 5 minutes, so maxima and rare events are rougher."
         } else {
             "Each cell is 1 h of messages."
         }

@@ -349,8 +349,8 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn print_report(r: &Report) {
-    println!(
-        "sent {}/{} messages ({} bytes) to {}; acknowledged {}{}{}",
+    crate::util::out(&format!(
+        "sent {}/{} messages ({} bytes) to {}; acknowledged {}{}{}\n",
         r.sent,
         r.messages,
         r.bytes_sent,
@@ -364,27 +364,27 @@ fn print_report(r: &Report) {
             Some(d) => format!("; delivered {d} (listener)"),
             None => String::new(),
         }
-    );
+    ));
     if r.abandoned > 0 || r.forward_tsns_sent > 0 {
-        println!(
-            "abandoned {} messages (FORWARD TSNs sent: {})",
+        crate::util::out(&format!(
+            "abandoned {} messages (FORWARD TSNs sent: {})\n",
             r.abandoned, r.forward_tsns_sent
-        );
+        ));
     }
     if r.lost.saturating_sub(r.abandoned) + r.corrupted + r.out_of_order > 0 {
-        println!(
-            "PROBLEMS: {} lost, {} corrupted, {} out of order",
+        crate::util::out(&format!(
+            "PROBLEMS: {} lost, {} corrupted, {} out of order\n",
             r.lost, r.corrupted, r.out_of_order
-        );
+        ));
     }
     if let Some(e) = &r.association_error {
-        println!("association failed: {e}");
+        crate::util::out(&format!("association failed: {e}\n"));
     }
     if let Some(l) = &r.latency_ms {
-        println!(
-            "{} latency ms: min {:.3}  mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}",
+        crate::util::out(&format!(
+            "{} latency ms: min {:.3}  mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  max {:.3}\n",
             r.latency, l.min, l.mean, l.p50, l.p90, l.p99, l.max
-        );
+        ));
     }
     if let Some(s) = &r.summary {
         let rows: Vec<String> = s
@@ -416,14 +416,14 @@ fn print_report(r: &Report) {
         }
     }
     if let (Some(g), Some(gap)) = (r.goodput_mbps, r.max_send_gap_ms) {
-        println!(
-            "goodput {g:.1} Mbit/s, longest send stall {gap:.1} ms, CPU {} us/message",
+        crate::util::out(&format!(
+            "goodput {g:.1} Mbit/s, longest send stall {gap:.1} ms, CPU {} us/message\n",
             r.cpu_us_per_message
                 .map_or("?".to_string(), |c| format!("{c:.2}"))
-        );
+        ));
     }
-    println!(
-        "retransmissions {}, elapsed {:.3}s{}",
+    crate::util::out(&format!(
+        "retransmissions {}, elapsed {:.3}s{}\n",
         r.retransmissions,
         r.elapsed_s,
         if r.interleaving {
@@ -431,7 +431,7 @@ fn print_report(r: &Report) {
         } else {
             ""
         }
-    );
+    ));
 }
 
 /// The `--iat`/`--size` workload: messages every `interval` (0: back to

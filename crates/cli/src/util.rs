@@ -41,23 +41,6 @@ pub(crate) fn parse_size(s: &str) -> Result<SizeSpec, String> {
     Ok(spec)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("100").unwrap(), SizeSpec { min: 100, max: 100 });
-        assert_eq!(
-            parse_size("1..4000").unwrap(),
-            SizeSpec { min: 1, max: 4000 }
-        );
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("10..5").is_err());
-        assert!(parse_size("big").is_err());
-    }
-}
-
 /// A transport configuration from a preset string such as `rfc`,
 /// `linux+lt` or `thin+rdb` (grammar: `thinstream mechanisms`).
 pub(crate) fn parse_preset(s: &str) -> Result<thinstream_proto::Config, String> {
@@ -86,5 +69,22 @@ pub(crate) fn out(text: &str) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("thinstream: cannot write to stdout: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("100").unwrap(), SizeSpec { min: 100, max: 100 });
+        assert_eq!(
+            parse_size("1..4000").unwrap(),
+            SizeSpec { min: 1, max: 4000 }
+        );
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("10..5").is_err());
+        assert!(parse_size("big").is_err());
     }
 }

@@ -559,8 +559,9 @@ fn fairness_short_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-// 001-hol-echo, 20 s: response times for SCTP streams, unordered SCTP and
-// four TCP connections, each beside the model's prediction.
+// 001-hol-echo, 20 s: response times for 1, 2, 4, 8 SCTP streams,
+// unordered SCTP and one and four TCP connections, each beside the model's
+// prediction for its own number of streams or connections.
 #[test]
 fn hol_echo_short_run() {
     let dir = out_dir("echo");
@@ -579,7 +580,24 @@ fn hol_echo_short_run() {
     assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
     let j = read_json(&dir);
     let variants = j["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 3);
+    assert_eq!(variants.len(), 7);
+    let scheme = |name: &str| {
+        variants
+            .iter()
+            .find(|v| v["name"] == name)
+            .map(|v| v["model"]["scheme"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(scheme("sctp-1-stream"), "SctpStreams { streams: 1 }");
+    assert_eq!(scheme("sctp-8-streams"), "SctpStreams { streams: 8 }");
+    assert_eq!(
+        scheme("tcp-1-connection"),
+        "TcpConnections { connections: 1 }"
+    );
+    assert_eq!(
+        scheme("tcp-4-connections"),
+        "TcpConnections { connections: 4 }"
+    );
     for v in variants {
         let r = &v["responses"];
         assert_eq!(r["answered"], r["requests"], "{v}");

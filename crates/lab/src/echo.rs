@@ -24,7 +24,7 @@ use thinstream_sim::app::{EchoReport, SinkReport};
 use thinstream_sim::{App, AppCtx, AppReport, Sink};
 use thinstream_workload::WorkloadConfig;
 
-use crate::scenario::{Scenario, TopologySpec, TransportKind};
+use crate::scenario::{Scenario, SweepPoint, TopologySpec, TransportKind, VariantSpec};
 use crate::transport::TransportConfig;
 
 /// The fixed request size of a workload, if it has one (what a TCP echo
@@ -117,6 +117,10 @@ pub struct ResponseResult {
     /// Requests whose echo arrived.
     pub answered: usize,
     pub response_ms: Option<LatencyMs>,
+    /// The response time at the fixed quantiles of
+    /// [`crate::results::CDF_QUANTILES`] (001 Fig. 6 plots its complement).
+    #[serde(default)]
+    pub response_cdf_ms: Vec<crate::results::CdfPoint>,
 }
 
 pub fn pool_responses<'a>(samples: impl Iterator<Item = &'a ResponseSample>) -> ResponseResult {
@@ -126,12 +130,15 @@ pub fn pool_responses<'a>(samples: impl Iterator<Item = &'a ResponseSample>) -> 
         requests += 1;
         times.extend(s.response);
     }
+    let mut sorted: Vec<u64> = times.iter().map(|d| d.as_nanos()).collect();
+    sorted.sort_unstable();
     ResponseResult {
         requests,
         answered: times.len(),
         response_ms: LatencyStats::from_durations(times)
             .as_ref()
             .map(LatencyMs::from),
+        response_cdf_ms: crate::results::cdf_of_sorted(&sorted),
     }
 }
 
@@ -176,10 +183,12 @@ pub const MODEL_CURVE_LOSS: [f64; 11] = [
 pub fn predict(
     scenario: &Scenario,
     config: &TransportConfig,
-    variant_unordered: bool,
+    variant: &VariantSpec,
+    point: Option<SweepPoint>,
 ) -> Option<ModelResult> {
-    let entry = scenario
-        .flows
+    let variant_unordered = variant.unordered;
+    let flows = scenario.flows_at(variant, point);
+    let entry = flows
         .iter()
         .find(|f| f.is_measured() && matches!(f.workload, WorkloadConfig::Echo { .. }))?;
     let WorkloadConfig::Echo {
@@ -195,11 +204,20 @@ pub fn predict(
         return None;
     };
     let reverse = reverse.as_ref().unwrap_or(forward);
-    let p: Probability = match forward.0.loss {
-        Some(LossModel::Bernoulli { p }) => p,
-        _ => return None,
+    // A sweep point replaces the loss model or the delay of both
+    // directions (`runner::build_topology`); the model follows it.
+    let (p, rtt): (Probability, Duration) = match point {
+        Some(SweepPoint::Loss(q)) => (q, forward.0.delay + reverse.0.delay),
+        Some(SweepPoint::Delay(d)) => match forward.0.loss {
+            Some(LossModel::Bernoulli { p }) => (p, d + d),
+            _ => return None,
+        },
+        Some(SweepPoint::DropDataPacket(_)) => return None,
+        Some(SweepPoint::Iat(_) | SweepPoint::Flows(_)) | None => match forward.0.loss {
+            Some(LossModel::Bernoulli { p }) => (p, forward.0.delay + reverse.0.delay),
+            _ => return None,
+        },
     };
-    let rtt = forward.0.delay + reverse.0.delay;
     let (scheme, rto) = match config {
         TransportConfig::Sctp(c) if *unordered || variant_unordered => {
             (Scheme::SctpUnordered, c.rto_min)

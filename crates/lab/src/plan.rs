@@ -217,20 +217,23 @@ impl Plan {
         // SCTP: a workload over more streams than the association offers
         // would have messages rejected; say so before anything runs.
         for (i, f) in scenario.flows.iter().enumerate() {
-            let needed = f.workload.stream_count();
-            let configs: Vec<(String, &TransportConfig)> = match &fixed[i] {
-                Some(c) => vec![(format!("flows[{i}].preset"), c)],
+            // (who, config, streams the workload uses under it)
+            let configs: Vec<(String, &TransportConfig, u16)> = match &fixed[i] {
+                Some(c) => vec![(format!("flows[{i}].preset"), c, f.workload.stream_count())],
                 None => variants
                     .iter()
                     .filter_map(|v| {
                         Some((
                             format!("variant {:?}", v.spec.name),
                             v.config.as_ref().ok()?,
+                            v.spec
+                                .workload_streams
+                                .unwrap_or_else(|| f.workload.stream_count()),
                         ))
                     })
                     .collect(),
             };
-            for (who, c) in configs {
+            for (who, c, needed) in configs {
                 if let Some(offered) = c.sctp_streams() {
                     if needed > offered {
                         return Err(LabError::Invalid {
@@ -267,15 +270,28 @@ impl Plan {
                     "flows[{i}]: a TCP echo peer needs fixed-size requests (an `echo` or `constant` workload)"
                 )));
             }
-            if f.workload.stream_count() > 1
+            let most = if fixed[i].is_some() {
+                f.workload.stream_count()
+            } else {
+                variants
+                    .iter()
+                    .filter(|v| v.transport == TransportKind::Tcp)
+                    .map(|v| {
+                        v.spec
+                            .workload_streams
+                            .unwrap_or_else(|| f.workload.stream_count())
+                    })
+                    .max()
+                    .unwrap_or(1)
+            };
+            if most > 1
                 && !matches!(
                     scenario.topology,
                     crate::scenario::TopologySpec::TwoHost { .. }
                 )
             {
                 return Err(bad(format!(
-                    "flows[{i}]: {} streams over TCP become one connection per stream, which needs a two-host topology",
-                    f.workload.stream_count()
+                    "flows[{i}]: {most} streams over TCP become one connection per stream, which needs a two-host topology"
                 )));
             }
         }

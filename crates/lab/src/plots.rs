@@ -261,6 +261,25 @@ pub fn plots(results: &Value) -> Vec<Plot> {
             true,
         ));
     }
+    // Echo response times (001 Fig. 6 plots the complementary CDF at
+    // p = 1%); a sweep's are per point and not pooled here.
+    if results["sweep"].is_null() {
+        let series: Vec<(String, Vec<(f64, f64)>)> = vars
+            .iter()
+            .map(|v| (name(v), cdf_points(&v["responses"]["response_cdf_ms"])))
+            .filter(|(_, p)| !p.is_empty())
+            .collect();
+        if !series.is_empty() {
+            out.extend(cdf_plot(
+                "response-cdf-tail.svg",
+                &format!("{scenario}: CDF tail (90th percentile and up) of the response time"),
+                "response time (request sent -> echo delivered), ms",
+                &series,
+                true,
+            ));
+        }
+    }
+    out.extend(points_plot(results, &vars, &latency_name(kind, owd)));
     out.extend(mtt_plot(results, &vars));
     out.extend(model_plot(results, &vars));
     out.extend(throughput_plot(results, &vars));
@@ -534,13 +553,33 @@ fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
 
 fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     let scenario = results["scenario"].as_str().unwrap_or("");
-    // (name, curve, measured (loss, mean response))
-    type ModelSeries = (String, Vec<(f64, f64)>, Option<(f64, f64)>);
+    // A delay sweep changes the RTT, not the loss: one curve against loss
+    // does not describe it.
+    let sweep = results["sweep"]["parameter"].as_str();
+    if sweep == Some("iat") {
+        return load_plot(results, vars);
+    }
+    if sweep.is_some_and(|p| p != "loss") {
+        return None;
+    }
+    // (name, curve, measured (loss %, mean response) per point or overall)
+    type ModelSeries = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let measured = |x: &Value| {
+        x["model"]["loss"]
+            .as_f64()
+            .zip(x["responses"]["response_ms"]["mean"].as_f64())
+            .map(|(l, r)| (l * 100.0, r))
+    };
     let series: Vec<ModelSeries> = vars
         .iter()
-        .filter(|v| v["model"].is_object())
-        .map(|v| {
-            let m = &v["model"];
+        .filter_map(|v| {
+            let points: Vec<&Value> = v["points"].as_array().into_iter().flatten().collect();
+            // The curve is the same at every point of a loss sweep.
+            let m = if v["model"].is_object() {
+                &v["model"]
+            } else {
+                &points.iter().find(|p| p["model"].is_object())?["model"]
+            };
             let curve: Vec<(f64, f64)> = m["curve"]
                 .as_array()
                 .into_iter()
@@ -549,11 +588,12 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
                     Some((p["loss"].as_f64()? * 100.0, p["response_time_ms"].as_f64()?))
                 })
                 .collect();
-            let measured = m["loss"]
-                .as_f64()
-                .zip(v["responses"]["response_ms"]["mean"].as_f64())
-                .map(|(l, r)| (l * 100.0, r));
-            (name(v), curve, measured)
+            let dots: Vec<(f64, f64)> = if points.is_empty() {
+                measured(v).into_iter().collect()
+            } else {
+                points.iter().filter_map(|p| measured(p)).collect()
+            };
+            Some((name(v), curve, dots))
         })
         .filter(|(_, c, _)| !c.is_empty())
         .collect();
@@ -562,13 +602,13 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     }
     let xmax = series
         .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.0))
         .fold(0.0, f64::max)
         .max(0.1);
     let ymax = nice_max(
         series
             .iter()
-            .flat_map(|s| s.1.iter().map(|p| p.1).chain(s.2.map(|m| m.1)))
+            .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.1))
             .fold(0.0, f64::max),
     );
     let caption =
@@ -595,6 +635,190 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
                 .map_err(err)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, 13)
+    })
+}
+
+/// A sweep value as a number for an x axis: `2.5%` → 2.5, `25ms` → 25,
+/// `1s` → 1000 (milliseconds), `500us` → 0.5.
+fn point_number(label: &str) -> Option<f64> {
+    let l = label.trim();
+    if let Some(x) = l.strip_suffix('%') {
+        return x.parse().ok();
+    }
+    for (unit, ms) in [
+        ("us", 0.001),
+        ("ms", 1.0),
+        ("s", 1000.0),
+        ("m", 60_000.0),
+        ("h", 3_600_000.0),
+    ] {
+        if let Some(x) = l.strip_suffix(unit) {
+            if let Ok(v) = x.parse::<f64>() {
+                return Some(v * ms);
+            }
+        }
+    }
+    l.parse().ok()
+}
+
+/// Loss, delay and load sweeps: one number per point and variant, so the
+/// pooled tables do not hide the sweep: goodput (mean of the throughput
+/// intervals of the first `[[flows]]` entry) when the scenario measures
+/// throughput, else the main latency's 99th percentile.
+fn points_plot(results: &Value, vars: &[&Value], latency: &str) -> Option<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let parameter = results["sweep"]["parameter"].as_str()?;
+    if parameter == "drop-data-packet" {
+        return None;
+    }
+    let goodput = vars.iter().any(|v| {
+        v["points"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["throughput"].is_array())
+    });
+    let series: Vec<(String, Vec<(f64, f64)>)> = vars
+        .iter()
+        .map(|v| {
+            let pts = v["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| {
+                    let x = point_number(p["value"].as_str()?)?;
+                    let y = if goodput {
+                        p["throughput"][0]["aggregate_kbps_mean"].as_f64()?
+                    } else {
+                        p["summary"]["latency_ms"]["p99"].as_f64()?
+                    };
+                    Some((x, y))
+                })
+                .collect::<Vec<_>>();
+            (name(v), pts)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let unit = match parameter {
+        "loss" => "loss rate, %",
+        "delay" => "one-way delay, ms",
+        "iat" => "(mean) interval between messages, ms",
+        _ => parameter,
+    };
+    let (file, what, y_desc) = if goodput {
+        (
+            "goodput-per-point.svg",
+            "goodput (acknowledged bytes, mean over the intervals)".to_string(),
+            "kbit/s".to_string(),
+        )
+    } else {
+        (
+            "p99-per-point.svg",
+            format!("99th percentile of {latency}"),
+            "ms".to_string(),
+        )
+    };
+    let all = || series.iter().flat_map(|s| s.1.iter());
+    let xmax = all().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
+    let ymax = nice_max(all().map(|p| p.1).fold(0.0, f64::max));
+    let caption = format!("{scenario}: {what} per {parameter} point");
+    draw(file, caption.clone(), |root| {
+        let mut chart = chart(root, &caption, 0.0..xmax * 1.05, 0.0..ymax, (unit, &y_desc))?;
+        for (i, (n, pts)) in series.iter().enumerate() {
+            let c = color(i);
+            let mut pts = pts.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            line(&mut chart, pts.iter().copied(), c, 2, n.clone())?;
+            chart
+                .draw_series(pts.iter().map(|m| Circle::new(*m, 4, c.filled())))
+                .map_err(err)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, 12)
+    })
+}
+
+/// Mean response time against the offered load (an `iat` sweep; 001
+/// Figs. 7-8): the model per point as a line, ours as dots, log x axis.
+fn load_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    // (name, model [(log10 rate, ms)], ours [(log10 rate, ms)])
+    type LoadSeries = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let series: Vec<LoadSeries> = vars
+        .iter()
+        .map(|v| {
+            let (mut model, mut ours) = (Vec::new(), Vec::new());
+            for p in v["points"].as_array().into_iter().flatten() {
+                let Some(iat) = p["model"]["interarrival_ms"].as_f64().filter(|x| *x > 0.0) else {
+                    continue;
+                };
+                let x = (1000.0 / iat).log10();
+                if let Some(m) = p["model"]["response_time_ms"].as_f64() {
+                    model.push((x, m));
+                }
+                if let Some(r) = p["responses"]["response_ms"]["mean"].as_f64() {
+                    ours.push((x, r));
+                }
+            }
+            (name(v), model, ours)
+        })
+        .filter(|(_, m, o)| !m.is_empty() || !o.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let xs = || {
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.0))
+    };
+    let (x0, x1) = (
+        xs().fold(f64::INFINITY, f64::min).floor(),
+        xs().fold(f64::NEG_INFINITY, f64::max).ceil(),
+    );
+    let ymax = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().chain(s.2.iter()).map(|p| p.1))
+            .fold(0.0, f64::max),
+    );
+    let caption =
+        format!("{scenario}: mean response time vs offered load (lines: model eq. 5; dots: ours)");
+    draw("response-vs-load.svg", caption.clone(), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1.max(x0 + 1.0), 0.0..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("requests per second, all streams or connections together (log scale)")
+            .y_desc("mean response time, ms")
+            .x_labels(((x1 - x0) as usize + 1).max(2))
+            .x_label_formatter(&|x| tick(&10f64.powf(*x)))
+            .y_label_formatter(&tick)
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, (n, model, ours)) in series.iter().enumerate() {
+            let c = color(i);
+            line(
+                &mut chart,
+                model.iter().copied(),
+                c,
+                2,
+                format!("{n} (model)"),
+            )?;
+            chart
+                .draw_series(ours.iter().map(|m| Circle::new(*m, 5, c.filled())))
+                .map_err(err)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 13)
     })
 }
 

@@ -48,7 +48,22 @@ fn reference_lines(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
 /// `variants[name=lksctp].retransmission_causes[retransmission=1,reason=timeout-rtx].share`.
 pub fn lookup<'a>(root: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
     let mut v = root;
-    for segment in path.split('.') {
+    // Dots inside `[...]` belong to a filter value (`points[value=0.5%]`).
+    let mut segments = Vec::new();
+    let (mut depth, mut from) = (0usize, 0usize);
+    for (i, c) in path.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => {
+                segments.push(&path[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    segments.push(&path[from..]);
+    for segment in segments {
         let (key, filter) = match segment.split_once('[') {
             Some((k, rest)) => (k, Some(rest.strip_suffix(']')?)),
             None => (segment, None),
@@ -348,6 +363,13 @@ pub fn scenario_section(sec: &Section) -> String {
         let _ = writeln!(out, "### Against the documents: {}\n", r.scenario);
         out.push_str(&table);
     }
+    if let Some(text) = discussion(r.reference.as_ref()) {
+        let _ = writeln!(
+            out,
+            "### Where we differ, and why: {}\n\n{text}\n",
+            r.scenario
+        );
+    }
     if let Some(reference) = &r.reference {
         let _ = writeln!(
             out,
@@ -357,6 +379,7 @@ pub fn scenario_section(sec: &Section) -> String {
         let mut rest = reference.clone();
         if let Some(m) = rest.as_object_mut() {
             m.remove("compare");
+            m.remove("discussion");
         }
         reference_lines("", &rest, &mut lines);
         for l in lines {
@@ -365,6 +388,24 @@ pub fn scenario_section(sec: &Section) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `[reference] discussion`: the scenario file's reasoning where our
+/// numbers differ from the documents' (a string, or a list of paragraphs
+/// shown as a list).
+fn discussion(reference: Option<&serde_json::Value>) -> Option<String> {
+    match reference?.get("discussion")? {
+        serde_json::Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        serde_json::Value::Array(items) => {
+            let lines: Vec<String> = items
+                .iter()
+                .filter_map(|x| x.as_str())
+                .map(|x| format!("- {}", x.trim()))
+                .collect();
+            (!lines.is_empty()).then(|| lines.join("\n"))
+        }
+        _ => None,
+    }
 }
 
 fn pct_of(part: Option<u64>, whole: u64) -> String {

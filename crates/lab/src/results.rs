@@ -44,8 +44,10 @@ use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 /// `t3_expiries`, `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
 /// `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`, `thin_share`,
 /// `thin_transitions`) per variant and point, `worst_path` per variant and
-/// point.
-pub const SCHEMA_VERSION: u32 = 3;
+/// point. 4: per sweep point `also`, `retransmission_causes`,
+/// `responses`, `model` and `throughput` (a sweep's variant-level `model` is gone: the
+/// model applies per point).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The quantiles stored as `latency_cdf_ms` (fixed, so CDFs of different
 /// runs and variants line up).
@@ -254,6 +256,22 @@ pub struct PointResult {
     pub mtt_ms_compared: Option<f64>,
     /// The slowest message at this point and its path.
     pub worst_path: Option<crate::worst::WorstPath>,
+    /// The `[metrics] also` latency kinds at this point.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub also: BTreeMap<String, OtherLatency>,
+    /// Retransmission causes at this point (as the variant's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retransmission_causes: Vec<CauseRow>,
+    /// Echo workloads: response times at this point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<crate::echo::ResponseResult>,
+    /// Echo workloads on a two-host path with Bernoulli loss: the model's
+    /// prediction at this point's loss rate or delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::echo::ModelResult>,
+    /// `[metrics] throughput` at this point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throughput: Vec<crate::fairness::EntryThroughput>,
 }
 
 impl PointResult {
@@ -287,6 +305,33 @@ fn slowest_of<'a>(runs: impl Iterator<Item = &'a RunOutcome>) -> Option<crate::w
         .cloned()
 }
 
+/// The `[metrics] also` latency kinds (other than the main one) over `flows`.
+fn also_kinds<'a, I>(
+    s: &crate::scenario::Scenario,
+    kind: thinstream_metrics::LatencyKind,
+    flows: impl Fn() -> I,
+) -> BTreeMap<String, OtherLatency>
+where
+    I: Iterator<Item = &'a thinstream_metrics::FlowAnalysis> + Clone,
+{
+    s.metrics
+        .also
+        .iter()
+        .filter(|k| **k != kind)
+        .map(|k| {
+            let sm = Summary::pooled(flows(), *k);
+            (
+                k.name().to_string(),
+                OtherLatency {
+                    latency_ms: sm.latency_ms,
+                    by_retransmissions: sm.by_retransmissions,
+                    latency_cdf_ms: latency_cdf(flows(), *k),
+                },
+            )
+        })
+        .collect()
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1e6
 }
@@ -306,23 +351,15 @@ impl Results {
             let flows = mine.iter().flat_map(|o| o.flows.iter());
             let available = v.config.is_ok();
             let summary = available.then(|| Summary::pooled(flows.clone(), kind));
-            let also = s
-                .metrics
-                .also
-                .iter()
-                .filter(|k| available && **k != kind)
-                .map(|k| {
-                    let sm = Summary::pooled(flows.clone(), *k);
-                    (
-                        k.name().to_string(),
-                        OtherLatency {
-                            latency_ms: sm.latency_ms,
-                            by_retransmissions: sm.by_retransmissions,
-                            latency_cdf_ms: latency_cdf(flows.clone(), *k),
-                        },
-                    )
-                })
-                .collect();
+            let also = if available {
+                also_kinds(s, kind, || flows.clone())
+            } else {
+                BTreeMap::new()
+            };
+            let echo = available
+                && s.flows
+                    .iter()
+                    .any(|f| f.is_measured() && f.peer_kind() == crate::scenario::PeerKind::Echo);
             let points = plan
                 .points
                 .iter()
@@ -334,7 +371,8 @@ impl Results {
                         .copied()
                         .filter(|o| o.spec.point == Some(pi))
                         .collect();
-                    let summary = Summary::pooled(here.iter().flat_map(|o| o.flows.iter()), kind);
+                    let pflows = || here.iter().flat_map(|o| o.flows.iter());
+                    let summary = Summary::pooled(pflows(), kind);
                     let mut point = PointResult {
                         value: p.label(),
                         summary,
@@ -344,6 +382,26 @@ impl Results {
                         mtt_ci95_ms: None,
                         mtt_ms_compared: None,
                         worst_path: slowest_of(here.iter().copied()),
+                        also: also_kinds(s, kind, pflows),
+                        retransmission_causes: causes(pflows()),
+                        responses: echo.then(|| {
+                            crate::echo::pool_responses(
+                                here.iter().flat_map(|o| o.responses.iter()),
+                            )
+                        }),
+                        model: v
+                            .config
+                            .as_ref()
+                            .ok()
+                            .and_then(|c| crate::echo::predict(s, c, &v.spec, Some(*p))),
+                        throughput: match &s.metrics.throughput {
+                            Some(t) => {
+                                let runs: Vec<&[crate::fairness::FlowSeries]> =
+                                    here.iter().map(|o| o.throughput.as_slice()).collect();
+                                crate::fairness::pool_throughput(s, t.interval, &runs)
+                            }
+                            None => Vec::new(),
+                        },
                     };
                     if drop_sweep {
                         let per: Vec<Option<Duration>> = here.iter().map(|o| o.mtt).collect();
@@ -388,16 +446,19 @@ impl Results {
                 },
                 also,
                 retransmission_causes: causes(mine.iter().flat_map(|o| o.flows.iter())),
-                responses: (available
-                    && s.flows.iter().any(|f| {
-                        f.is_measured() && f.peer_kind() == crate::scenario::PeerKind::Echo
-                    }))
-                .then(|| crate::echo::pool_responses(mine.iter().flat_map(|o| o.responses.iter()))),
-                model: v
-                    .config
-                    .as_ref()
-                    .ok()
-                    .and_then(|c| crate::echo::predict(s, c, v.spec.unordered)),
+                responses: echo.then(|| {
+                    crate::echo::pool_responses(mine.iter().flat_map(|o| o.responses.iter()))
+                }),
+                // A loss or delay sweep has one prediction per point
+                // (`points[].model`); pooled over the points there is none.
+                model: match &s.sweep {
+                    Some(_) => None,
+                    None => v
+                        .config
+                        .as_ref()
+                        .ok()
+                        .and_then(|c| crate::echo::predict(s, c, &v.spec, None)),
+                },
                 bottleneck: crate::fairness::pool_bottleneck(
                     mine.iter().filter_map(|o| o.bottleneck.as_ref()),
                 ),

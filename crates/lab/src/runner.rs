@@ -22,7 +22,7 @@ use thinstream_workload::Generator;
 
 use crate::error::LabError;
 use crate::plan::{Plan, RunSpec};
-use crate::scenario::{PeerKind, SweepPoint, TopologySpec, TransportKind};
+use crate::scenario::{FlowEntry, PeerKind, SweepPoint, TopologySpec, TransportKind};
 use crate::transport::TransportConfig;
 use crate::wall;
 
@@ -150,7 +150,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     };
     let point = spec.point.map(|p| plan.points[p]);
     let scenario = &plan.scenario;
-    let topology = build_topology(plan, point);
+    let topology = build_topology(plan, point, &scenario.flows_at(&variant.spec, point));
     let generation_end = Instant::ZERO + plan.duration;
 
     let mut flows = Vec::new();
@@ -158,7 +158,8 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     let mut measured: Vec<(usize, TransportKind)> = Vec::new();
     // The `[[flows]]` entry of every flow.
     let mut entry_of: Vec<usize> = Vec::new();
-    for (e, entry) in scenario.flows.iter().enumerate() {
+    let entries = scenario.flows_at(&variant.spec, point);
+    for (e, entry) in entries.iter().enumerate() {
         let config: TransportConfig = plan.fixed[e]
             .clone()
             .unwrap_or_else(|| variant_config.clone());
@@ -349,6 +350,31 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             });
         }
     }
+    // A measured flow that never handed a message to its transport (a
+    // connection that never came up, e.g. SYNs lost at a full bottleneck)
+    // would be a silent gap in the latency tables.
+    let silent: Vec<String> = measured
+        .iter()
+        .filter(|(flow, _)| {
+            result
+                .endpoint(FlowId(*flow), Side::A)
+                .app
+                .source()
+                .is_some_and(|s| s.app_send_times().next().is_none())
+        })
+        .map(|(flow, _)| format!("flow{flow}"))
+        .collect();
+    if !silent.is_empty() {
+        let m = format!(
+            "{} measured flow(s) never handed a message to the transport (connection never up?): {}",
+            silent.len(),
+            silent.join(", ")
+        );
+        fault = Some(match fault {
+            Some(f) => format!("{f}; {m}"),
+            None => m,
+        });
+    }
     let options = AnalysisOptions {
         owd: scenario.metrics.owd.0,
         summary_latency: scenario.metrics.latency,
@@ -490,7 +516,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
 }
 
 /// The topology of one run: the scenario's links with the sweep point applied.
-fn build_topology(plan: &Plan, point: Option<SweepPoint>) -> Topology {
+fn build_topology(plan: &Plan, point: Option<SweepPoint>, entries: &[FlowEntry]) -> Topology {
     let adjust = |link: &LinkConfig| -> LinkConfig {
         let mut l = link.clone();
         match point {
@@ -498,7 +524,8 @@ fn build_topology(plan: &Plan, point: Option<SweepPoint>) -> Topology {
                 l.loss = Some(thinstream_link::LossModel::Bernoulli { p });
             }
             Some(SweepPoint::Delay(d)) => l.delay = d,
-            Some(SweepPoint::DropDataPacket(_)) | None => {}
+            Some(SweepPoint::DropDataPacket(_) | SweepPoint::Iat(_) | SweepPoint::Flows(_))
+            | None => {}
         }
         l
     };
@@ -516,8 +543,8 @@ fn build_topology(plan: &Plan, point: Option<SweepPoint>) -> Topology {
             let rev = adjust(&bottleneck_reverse.as_ref().unwrap_or(bottleneck_forward).0);
             // `access` lists the flows other than HTTP clients, in order.
             let mut listed = 0usize;
-            let mut links: Vec<Access> = Vec::with_capacity(plan.scenario.flow_count());
-            for entry in &plan.scenario.flows {
+            let mut links: Vec<Access> = Vec::new();
+            for entry in entries {
                 if entry.workload.produces_flows() {
                     links.extend(crate::http::client_access(
                         &entry.workload,

@@ -36,6 +36,7 @@
 //! preset = "linux"                     # transport preset string
 //! overrides = { delayed_sack = false } # optional config overrides
 //! unordered = false                    # SCTP: every message unordered (001 §III.D)
+//! workload_streams = 4                 # messages over 4 streams / TCP connections
 //!
 //! [metrics]
 //! latency = "application"              # the latency the tables report
@@ -46,7 +47,7 @@
 //! throughput = { interval = "30s" }    # acked bytes per interval, Jain's index (002 §5.2.5)
 //!
 //! [sweep]                              # optional: one parameter varied
-//! parameter = "drop-data-packet"       # | "loss" | "delay"
+//! parameter = "drop-data-packet"       # | "loss" | "delay" | "iat" | "flows"
 //! values = [9, 10, 11]                 # or from = 9, to = 48 (inclusive), step = 1
 //!
 //! [reference]                          # free-form: the documents' numbers, copied to results.json
@@ -300,6 +301,12 @@ pub struct VariantSpec {
     /// overrides the flow's `receiver`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receiver: Option<String>,
+    /// The flows that follow the variants spread their messages round robin
+    /// over this many streams (SCTP) or connections (TCP) instead of the
+    /// workload's `streams`, all draws unchanged (001 §III.E compares 1, 2,
+    /// 4 and 8 streams or connections on one workload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_streams: Option<u16>,
 }
 
 /// Config fields a variant may set on top of its preset. Each applies to
@@ -486,6 +493,14 @@ pub enum SweepParameter {
     Loss,
     /// One-way propagation delay on both directions (two-host only).
     Delay,
+    /// The (mean) interarrival time of the workloads of the flows that
+    /// follow the variants (`constant`, `exponential`, `echo`): the offered
+    /// load (001 §IV.D Figs. 7-8).
+    Iat,
+    /// How many identical flows each measured `[[flows]]` entry that
+    /// follows the variants expands into (its `count`; 002 §5.2.5 Fig.
+    /// 5.20's number of competing thin streams).
+    Flows,
 }
 
 impl SweepParameter {
@@ -494,6 +509,8 @@ impl SweepParameter {
             SweepParameter::DropDataPacket => "drop-data-packet",
             SweepParameter::Loss => "loss",
             SweepParameter::Delay => "delay",
+            SweepParameter::Iat => "iat",
+            SweepParameter::Flows => "flows",
         }
     }
 }
@@ -522,6 +539,8 @@ pub enum SweepPoint {
     DropDataPacket(u64),
     Loss(Probability),
     Delay(Duration),
+    Iat(Duration),
+    Flows(u32),
 }
 
 impl SweepPoint {
@@ -529,8 +548,9 @@ impl SweepPoint {
     pub fn label(&self) -> String {
         match self {
             SweepPoint::DropDataPacket(k) => k.to_string(),
+            SweepPoint::Flows(n) => n.to_string(),
             SweepPoint::Loss(p) => format!("{}%", trim_float(p.get() * 100.0)),
-            SweepPoint::Delay(d) => serde_duration::to_text(*d),
+            SweepPoint::Delay(d) | SweepPoint::Iat(d) => serde_duration::to_text(*d),
         }
     }
 }
@@ -603,6 +623,23 @@ impl SweepSpec {
                     .map_err(|_| bad("a duration")),
                 _ => Err(bad("a duration")),
             },
+            SweepParameter::Flows => match v {
+                toml::Value::Integer(n) if (1..=i64::from(MAX_FLOWS)).contains(n) => {
+                    Ok(SweepPoint::Flows(*n as u32))
+                }
+                _ => Err(bad(&format!("a flow count from 1 to {MAX_FLOWS}"))),
+            },
+            SweepParameter::Iat => match v {
+                toml::Value::Integer(ms) if *ms >= 1 => {
+                    Ok(SweepPoint::Iat(Duration::from_millis(*ms as u64)))
+                }
+                toml::Value::String(s) => Duration::parse(s)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .map(SweepPoint::Iat)
+                    .ok_or_else(|| bad("a positive duration")),
+                _ => Err(bad("a positive duration")),
+            },
         }
     }
 }
@@ -652,6 +689,41 @@ impl Scenario {
             path: self.path.clone(),
             message: message.into(),
         }
+    }
+
+    /// The `[[flows]]` entries as variant `v` runs them: its
+    /// `workload_streams` replaces the stream count of every flow that
+    /// follows the variants (validation made sure each such workload has
+    /// one).
+    pub fn flows_for(&self, v: &VariantSpec) -> Vec<FlowEntry> {
+        self.flows_at(v, None)
+    }
+
+    /// [`Self::flows_for`] at a sweep point: an `iat` point replaces the
+    /// (mean) interarrival time of every flow that follows the variants.
+    pub fn flows_at(&self, v: &VariantSpec, point: Option<SweepPoint>) -> Vec<FlowEntry> {
+        self.flows
+            .iter()
+            .map(|f| {
+                let mut f = f.clone();
+                if f.preset.is_none() {
+                    if let Some(w) = v.workload_streams.and_then(|n| f.workload.with_streams(n)) {
+                        f.workload = w;
+                    }
+                    if let Some(SweepPoint::Iat(d)) = point {
+                        if let Some(w) = f.workload.with_mean_iat(d) {
+                            f.workload = w;
+                        }
+                    }
+                    if let Some(SweepPoint::Flows(n)) = point {
+                        if f.is_measured() && !f.workload.produces_flows() {
+                            f.count = n;
+                        }
+                    }
+                }
+                f
+            })
+            .collect()
     }
 
     /// Checks everything that does not need a transport preset.
@@ -724,6 +796,23 @@ impl Scenario {
             if !names.insert(v.name.as_str()) {
                 return Err(self.invalid(format!("variant {:?} is listed twice", v.name)));
             }
+            if let Some(n) = v.workload_streams {
+                if n == 0 {
+                    return Err(self.invalid(format!(
+                        "variant {:?}: workload_streams must be at least 1",
+                        v.name
+                    )));
+                }
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.preset.is_none() && f.workload.with_streams(n).is_none() {
+                        return Err(self.invalid(format!(
+                            "variant {:?}: workload_streams cannot apply to flows[{i}] (a {} workload takes its streams from elsewhere)",
+                            v.name,
+                            f.workload.kind_name()
+                        )));
+                    }
+                }
+            }
         }
         if let Some(b) = &self.metrics.baseline {
             if !names.contains(b.as_str()) {
@@ -761,6 +850,55 @@ impl Scenario {
                 && !matches!(self.topology, TopologySpec::TwoHost { .. })
             {
                 return Err(self.invalid("sweep parameter \"delay\" needs a two-host topology"));
+            }
+            if sweep.parameter == SweepParameter::Flows {
+                if let TopologySpec::Dumbbell { access, .. } = &self.topology {
+                    if access.len() > 1 {
+                        return Err(self.invalid(
+                            "sweep parameter \"flows\" needs one `access` entry for all flows (the flow count changes per point)",
+                        ));
+                    }
+                }
+                let fixed: u32 = self
+                    .flows
+                    .iter()
+                    .filter(|f| {
+                        !(f.preset.is_none() && f.is_measured()) || f.workload.produces_flows()
+                    })
+                    .map(FlowEntry::expanded_count)
+                    .sum();
+                let swept = self
+                    .flows
+                    .iter()
+                    .filter(|f| {
+                        f.preset.is_none() && f.is_measured() && !f.workload.produces_flows()
+                    })
+                    .count() as u32;
+                let most = points
+                    .iter()
+                    .filter_map(|p| match p {
+                        SweepPoint::Flows(n) => Some(*n),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(0);
+                if fixed.saturating_add(swept.saturating_mul(most)) > MAX_FLOWS {
+                    return Err(self.invalid(format!(
+                        "sweep flows: {most} flows per swept entry make more than {MAX_FLOWS} flows"
+                    )));
+                }
+            }
+            if sweep.parameter == SweepParameter::Iat {
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.preset.is_none()
+                        && f.workload.with_mean_iat(Duration::from_millis(1)).is_none()
+                    {
+                        return Err(self.invalid(format!(
+                            "sweep parameter \"iat\": flows[{i}] has a {} workload (constant, exponential or echo needed)",
+                            f.workload.kind_name()
+                        )));
+                    }
+                }
             }
         }
         Ok(())

@@ -344,24 +344,44 @@ fn traffic_tables(r: &Results) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
     let rows: Vec<Vec<String>> = r
         .variants
         .iter()
-        .filter_map(|v| {
-            let resp = v.responses.as_ref()?;
-            let l = resp.response_ms;
-            Some(vec![
-                v.name.clone(),
-                format!("{}/{}", resp.answered, resp.requests),
-                cell(l.map(|l| l.mean), 1),
-                cell(l.map(|l| l.p99), 1),
-                cell(l.map(|l| l.max), 1),
-                cell(v.model.as_ref().map(|m| m.response_time_ms), 1),
-                v.model.as_ref().map_or("-".into(), |m| m.scheme.clone()),
-            ])
+        .flat_map(|v| {
+            let row = |point: &str,
+                       resp: &crate::echo::ResponseResult,
+                       model: Option<&crate::echo::ModelResult>| {
+                let l = resp.response_ms;
+                vec![
+                    v.name.clone(),
+                    point.to_string(),
+                    format!("{}/{}", resp.answered, resp.requests),
+                    cell(l.map(|l| l.mean), 1),
+                    cell(l.map(|l| l.p99), 1),
+                    cell(l.map(|l| l.max), 1),
+                    cell(model.map(|m| m.response_time_ms), 1),
+                    model.map_or("-".into(), |m| m.scheme.clone()),
+                ]
+            };
+            // A sweep: one row per point (responses and the model at that
+            // point's loss or delay), never pooled over the points.
+            let per_point: Vec<Vec<String>> = v
+                .points
+                .iter()
+                .filter_map(|p| Some(row(&p.value, p.responses.as_ref()?, p.model.as_ref())))
+                .collect();
+            if per_point.is_empty() {
+                v.responses
+                    .as_ref()
+                    .map(|r| row("all", r, v.model.as_ref()))
+                    .into_iter()
+                    .collect()
+            } else {
+                per_point
+            }
         })
         .collect();
     if !rows.is_empty() {
         tables.push((
             "response time (request sent -> echo delivered, ms) beside the HOL model's eq. (5) (001 §III)".to_string(),
-            strings(&["variant", "answered", "mean", "p99", "max", "model", "model scheme"]),
+            strings(&["variant", "point", "answered", "mean", "p99", "max", "model", "model scheme"]),
             rows,
         ));
     }

@@ -292,3 +292,148 @@ fn echo_over_tcp_is_validated() {
     ));
     assert!(e.contains("fixed-size"), "{e}");
 }
+
+// `workload_streams` on a variant: the same requests over 1 TCP connection
+// or 2 SCTP streams instead of the workload's 4, and the model follows.
+#[test]
+fn workload_streams_per_variant() {
+    let text = ECHO
+        .replace(
+            "name = \"tcp\"\ntransport = \"tcp\"",
+            "name = \"tcp\"\nworkload_streams = 1\ntransport = \"tcp\"",
+        )
+        .replace(
+            "name = \"sctp\"\npreset = \"rfc\"",
+            "name = \"sctp\"\nworkload_streams = 2\npreset = \"rfc\"",
+        );
+    let plan = Plan::new(parse(&text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    assert_eq!(outcomes[2].flows.len(), 1, "one TCP connection");
+    let r: serde_json::Value =
+        serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap();
+    let scheme = |i: usize| {
+        r["variants"][i]["model"]["scheme"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(scheme(0), "SctpStreams { streams: 2 }");
+    assert_eq!(scheme(2), "TcpConnections { connections: 1 }");
+    let n = |i: usize| r["variants"][i]["responses"]["requests"].as_u64().unwrap();
+    assert_eq!(n(0), n(2), "the same requests");
+    // Zero, or more streams than the association offers, is refused.
+    let bad = |t: &str| Plan::new(parse(t)?, &PlanOptions::default()).map(|_| ());
+    let e = bad(&text.replace("workload_streams = 2", "workload_streams = 0")).unwrap_err();
+    assert!(e.to_string().contains("at least 1"), "{e}");
+    let e = bad(&text.replace("workload_streams = 2", "workload_streams = 12")).unwrap_err();
+    assert!(e.to_string().contains("offers 10"), "{e}");
+}
+
+// A loss sweep over echo: responses and the model per point, the model at
+// each point's loss rate, no variant-level model pooled over the points.
+#[test]
+fn echo_loss_sweep_reports_per_point() {
+    let text = ECHO.replace("duration = \"20s\"", "duration = \"10s\"")
+        + "\n[sweep]\nparameter = \"loss\"\nvalues = [0, 0.5, 3]\n";
+    let plan = Plan::new(parse(&text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap();
+    for v in r["variants"].as_array().unwrap() {
+        assert!(v["model"].is_null(), "{}", v["name"]);
+        let pts = v["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 3);
+        let loss: Vec<f64> = pts
+            .iter()
+            .map(|p| p["model"]["loss"].as_f64().unwrap())
+            .collect();
+        assert_eq!(loss, vec![0.0, 0.005, 0.03]);
+        let model: Vec<f64> = pts
+            .iter()
+            .map(|p| p["model"]["response_time_ms"].as_f64().unwrap())
+            .collect();
+        assert!(model[0] < model[1] && model[1] < model[2], "{model:?}");
+        for p in pts {
+            assert!(p["responses"]["requests"].as_u64().unwrap() > 500);
+            assert!(!p["responses"]["response_cdf_ms"]
+                .as_array()
+                .unwrap()
+                .is_empty());
+        }
+        // Without loss every response takes the RTT.
+        let lossless = pts[0]["responses"]["response_ms"]["max"].as_f64().unwrap();
+        assert!(lossless < 21.0, "{lossless}");
+        // The dotted filter value is one path segment.
+        let path = format!(
+            "variants[name={}].points[value=0.5%].model.loss",
+            v["name"].as_str().unwrap()
+        );
+        assert_eq!(
+            crate::report::lookup(&r, &path).and_then(|x| x.as_f64()),
+            Some(0.005)
+        );
+    }
+    let text = crate::table::render(&Results::build(&plan, &outcomes, 0.0));
+    assert!(text.contains("0.5%") && text.contains("3%"), "{text}");
+}
+
+// An `iat` sweep sets the workload's mean gap per point: more requests at
+// the shorter gap, and the model's interarrival time follows.
+#[test]
+fn echo_iat_sweep_sets_the_load() {
+    let text = ECHO.replace("duration = \"20s\"", "duration = \"10s\"")
+        + "\n[sweep]\nparameter = \"iat\"\nvalues = [\"50ms\", \"5ms\"]\n";
+    let plan = Plan::new(parse(&text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&Results::build(&plan, &outcomes, 0.0).to_json()).unwrap();
+    for v in r["variants"].as_array().unwrap() {
+        let pts = v["points"].as_array().unwrap();
+        let n = |i: usize| pts[i]["responses"]["requests"].as_f64().unwrap();
+        // 9 s of requests: ~180 at 50 ms, ~1800 at 5 ms.
+        assert!((120.0..260.0).contains(&n(0)), "{}", n(0));
+        assert!(n(1) > 6.0 * n(0), "{} vs {}", n(1), n(0));
+        assert_eq!(pts[0]["model"]["interarrival_ms"], 50.0);
+        assert_eq!(pts[1]["model"]["interarrival_ms"], 5.0);
+    }
+    // A workload without one interval cannot be swept.
+    let bad = text.replace(
+        "{ kind = \"echo\", bytes = 100, mean-iat = \"10ms\", streams = 4 }",
+        "{ kind = \"uniform\", bytes = 100, min-iat = \"10ms\", max-iat = \"20ms\" }",
+    );
+    let e = parse(&bad).unwrap_err().to_string();
+    assert!(e.contains("iat"), "{e}");
+}
+
+// A `flows` sweep sets the count of the measured entries per point.
+#[test]
+fn flows_sweep_sets_the_count() {
+    let text = r#"
+name = "count"
+duration = "5s"
+drain = "2s"
+seed = 4
+
+[topology]
+kind = "two-host"
+forward = "delay 10ms"
+
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+
+[sweep]
+parameter = "flows"
+values = [1, 3]
+
+[[variants]]
+name = "rfc"
+preset = "rfc"
+"#;
+    let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+    assert_eq!(outcomes[0].flows.len(), 1);
+    assert_eq!(outcomes[1].flows.len(), 3);
+    assert!(outcomes.iter().all(|o| o.fault.is_none()));
+    let too_many = text.replace("values = [1, 3]", "values = [1, 70000]");
+    assert!(parse(&too_many).is_err());
+}

@@ -14,16 +14,18 @@
 //!   recovery counters `spurious_excluding_redundant`, `t3_expiries`,
 //!   `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
 //!   `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`,
-//!   `thin_share`, `thin_transitions`, `spurious.REASON`: `value`;
+//!   `thin_share`, `thin_transitions`, `rtt_sample_mean_ms`, `rto_mean_ms`,
+//!   `spurious.REASON`: `value`;
 //! - `worst_path`: `latency_ms`, `sent_s` (the slowest message; its path
 //!   is in results.json);
-//! - `response_ms` (echo): the latency statistics; `model`:
+//! - `response_ms` (echo): the latency statistics and `cdf_qQ`; `model`:
 //!   `response_time_ms`, and `response_time_ms_at_loss_P` along the curve;
 //! - `throughput.entryE_kbps`: `intervalI`, `mean`, `median`, `min`, `max`;
 //!   `jain.entryE`: `intervalI`, `mean`, `of_totals`;
 //! - `bottleneck.DIR`: `drop_rate`, `utilisation`;
 //! - `retransmission_causes.REASON.rtxN`: `count`, `share`;
-//! - per sweep point: `mtt_ms`: `repR`, `median`, `mean`, `ci95`,
+//! - per sweep point the same latency, `also`, response, model and cause
+//!   rows as per variant, and `mtt_ms`: `repR`, `median`, `mean`, `ci95`,
 //!   `compared`; `mtt_reduction`: `value` (against the baseline).
 //!
 //! Missing numbers (`null`) are left out.
@@ -49,6 +51,61 @@ struct Rows<'a> {
 }
 
 impl Rows<'_> {
+    /// `also` latency kinds, echo responses and the model of a variant or
+    /// of one of its sweep points.
+    fn echo_and_also(&mut self, name: &str, point: &str, v: &Value) {
+        if let Some(also) = v["also"].as_object() {
+            for (kind, a) in also {
+                self.latency(name, point, &format!("latency.{kind}"), &a["latency_ms"]);
+                self.cdf(name, point, kind, &a["latency_cdf_ms"]);
+                self.by_rtx(name, point, kind, &a["by_retransmissions"]);
+            }
+        }
+        if v["responses"].is_object() {
+            self.latency(name, point, "response_ms", &v["responses"]["response_ms"]);
+            for c in v["responses"]["response_cdf_ms"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let q = c["q"].as_f64().unwrap_or(0.0);
+                self.push(name, point, "response_ms", &format!("cdf_q{q}"), &c["ms"]);
+            }
+        }
+        if v["model"].is_object() {
+            let m = &v["model"];
+            self.push(
+                name,
+                point,
+                "model",
+                "response_time_ms",
+                &m["response_time_ms"],
+            );
+            for p in m["curve"].as_array().into_iter().flatten() {
+                let loss = p["loss"].as_f64().unwrap_or(0.0);
+                self.push(
+                    name,
+                    point,
+                    "model",
+                    &format!("response_time_ms_at_loss_{loss}"),
+                    &p["response_time_ms"],
+                );
+            }
+        }
+    }
+
+    fn causes(&mut self, name: &str, point: &str, v: &Value) {
+        for c in v["retransmission_causes"].as_array().into_iter().flatten() {
+            let metric = format!(
+                "retransmission_causes.{}.rtx{}",
+                c["reason"].as_str().unwrap_or("?"),
+                c["retransmission"]
+            );
+            self.push(name, point, &metric, "count", &c["count"]);
+            self.push(name, point, &metric, "share", &c["share"]);
+        }
+    }
+
     fn push(&mut self, variant: &str, point: &str, metric: &str, statistic: &str, v: &Value) {
         if let Some(x) = v.as_f64() {
             let _ = writeln!(
@@ -118,6 +175,8 @@ impl Rows<'_> {
             "data_rtt_samples",
             "thin_share",
             "thin_transitions",
+            "rtt_sample_mean_ms",
+            "rto_mean_ms",
         ] {
             self.push(variant, point, m, "value", &s[m]);
         }
@@ -148,36 +207,7 @@ pub fn csv(results: &Value) -> String {
         let name = v["name"].as_str().unwrap_or("");
         rows.summary(name, "all", v);
         rows.worst(name, "all", &v["worst_path"]);
-        if let Some(also) = v["also"].as_object() {
-            for (kind, a) in also {
-                rows.latency(name, "all", &format!("latency.{kind}"), &a["latency_ms"]);
-                rows.cdf(name, "all", kind, &a["latency_cdf_ms"]);
-                rows.by_rtx(name, "all", kind, &a["by_retransmissions"]);
-            }
-        }
-        if v["responses"].is_object() {
-            rows.latency(name, "all", "response_ms", &v["responses"]["response_ms"]);
-        }
-        if v["model"].is_object() {
-            let m = &v["model"];
-            rows.push(
-                name,
-                "all",
-                "model",
-                "response_time_ms",
-                &m["response_time_ms"],
-            );
-            for p in m["curve"].as_array().into_iter().flatten() {
-                let loss = p["loss"].as_f64().unwrap_or(0.0);
-                rows.push(
-                    name,
-                    "all",
-                    "model",
-                    &format!("response_time_ms_at_loss_{loss}"),
-                    &p["response_time_ms"],
-                );
-            }
-        }
+        rows.echo_and_also(name, "all", v);
         for t in v["throughput"].as_array().into_iter().flatten() {
             let e = t["entry"].as_u64().unwrap_or(0);
             let metric = format!("throughput.entry{e}_kbps");
@@ -202,19 +232,13 @@ pub fn csv(results: &Value) -> String {
             rows.push(name, "all", &metric, "drop_rate", &b["drop_rate"]);
             rows.push(name, "all", &metric, "utilisation", &b["utilisation"]);
         }
-        for c in v["retransmission_causes"].as_array().into_iter().flatten() {
-            let metric = format!(
-                "retransmission_causes.{}.rtx{}",
-                c["reason"].as_str().unwrap_or("?"),
-                c["retransmission"]
-            );
-            rows.push(name, "all", &metric, "count", &c["count"]);
-            rows.push(name, "all", &metric, "share", &c["share"]);
-        }
+        rows.causes(name, "all", v);
         for (pi, p) in v["points"].as_array().into_iter().flatten().enumerate() {
             let point = p["value"].as_str().unwrap_or("").to_string();
             rows.summary(name, &point, &p["summary"]);
             rows.worst(name, &point, &p["worst_path"]);
+            rows.echo_and_also(name, &point, p);
+            rows.causes(name, &point, p);
             for (r, x) in p["mtt_ms"].as_array().into_iter().flatten().enumerate() {
                 rows.push(name, &point, "mtt_ms", &format!("rep{r}"), x);
             }

@@ -18,7 +18,9 @@
 //! into the same results: the document states a direction or an equality
 //! against another variant or the model), and optionally `factor` (the
 //! reference is `factor × value/other`, e.g. "64% below standard" is
-//! `op = "approx", other = ..., factor = 0.36`).
+//! `op = "approx", other = ..., factor = 0.36`) and `offset` (added after
+//! the factor: "about 10 ms above the model" is `other = <model>, offset =
+//! 10`).
 //!
 //! The rule ([`RULE`]):
 //! - `approx`: relative difference `|ours − ref| / |ref|` at most 10% →
@@ -138,6 +140,8 @@ pub struct Expectation {
     pub op: Op,
     pub target: Target,
     pub factor: f64,
+    /// Added after `factor` ("about 10 ms above the model": `offset = 10`).
+    pub offset: f64,
 }
 
 impl Expectation {
@@ -147,7 +151,7 @@ impl Expectation {
             .as_object()
             .ok_or_else(|| format!("expect must be a table, not {v}"))?;
         for k in o.keys() {
-            if !matches!(k.as_str(), "op" | "value" | "other" | "factor") {
+            if !matches!(k.as_str(), "op" | "value" | "other" | "factor" | "offset") {
                 return Err(format!("unknown key `{k}` in expect"));
             }
         }
@@ -174,7 +178,18 @@ impl Expectation {
                 .as_f64()
                 .ok_or_else(|| format!("expect.factor must be a number, not {f}"))?,
         };
-        Ok(Expectation { op, target, factor })
+        let offset = match o.get("offset") {
+            None => 0.0,
+            Some(f) => f
+                .as_f64()
+                .ok_or_else(|| format!("expect.offset must be a number, not {f}"))?,
+        };
+        Ok(Expectation {
+            op,
+            target,
+            factor,
+            offset,
+        })
     }
 
     /// All expectations of a compare row: none, one table, or an array.
@@ -193,7 +208,7 @@ impl Expectation {
             Target::Value(x) => *x,
             Target::Other(p) => lookup(results, p)?.as_f64()?,
         };
-        Some(base * self.factor)
+        Some(base * self.factor + self.offset)
     }
 
     /// Short text: `> 4000`, `≈ 0.36 × variants[...]`.
@@ -203,9 +218,16 @@ impl Expectation {
         } else {
             format!("{} × ", self.factor)
         };
+        let offset = if self.offset == 0.0 {
+            String::new()
+        } else if self.offset > 0.0 {
+            format!(" + {}", self.offset)
+        } else {
+            format!(" − {}", -self.offset)
+        };
         match &self.target {
-            Target::Value(x) => format!("{} {factor}{x}", self.op.symbol()),
-            Target::Other(p) => format!("{} {factor}`{p}`", self.op.symbol()),
+            Target::Value(x) => format!("{} {factor}{x}{offset}", self.op.symbol()),
+            Target::Other(p) => format!("{} {factor}`{p}`{offset}", self.op.symbol()),
         }
     }
 }

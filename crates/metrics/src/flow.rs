@@ -252,6 +252,12 @@ pub struct RecoveryCounts {
     pub redundant_bytes: u64,
     /// Changes of the thin verdict after the first one (`Thin` records).
     pub thin_transitions: u64,
+    /// Sum of the RTT samples that reached the estimator, nanoseconds.
+    pub rtt_sample_nanos: u64,
+    /// `Rto` records (each value the estimator set) and the sum of their
+    /// values, nanoseconds: the calculated RTO of 000 Fig. 4.
+    pub rto_updates: u64,
+    pub rto_nanos: u64,
     /// Time classified thin and the window it was measured over: from the
     /// first data transmission to the last data transmission or
     /// acknowledgement, whichever is later. `None` without `Thin` records
@@ -470,8 +476,14 @@ impl SenderScan {
                     s.on_acked(*time, units_ok(*units, Side::Sender, i)?);
                     s.extend_window(*time);
                 }
-                Record::RttSample { data, .. } => {
+                Record::Rto { rto, .. } => {
+                    s.recovery.rto_updates += 1;
+                    s.recovery.rto_nanos = s.recovery.rto_nanos.saturating_add(rto.as_nanos());
+                }
+                Record::RttSample { data, rtt, .. } => {
                     s.recovery.rtt_samples += 1;
+                    s.recovery.rtt_sample_nanos =
+                        s.recovery.rtt_sample_nanos.saturating_add(rtt.as_nanos());
                     if *data {
                         s.recovery.data_rtt_samples += 1;
                     }

@@ -564,6 +564,9 @@ impl StreamingFlow {
             }),
             undelivered_waited_max_ms: None,
             undelivered_waited_p50_ms: None,
+            // Not accumulated by this streaming analysis.
+            rtt_sample_mean_ms: None,
+            rto_mean_ms: None,
         }
     }
 }

@@ -134,6 +134,13 @@ pub struct Summary {
     pub undelivered_waited_max_ms: Option<f64>,
     #[serde(default)]
     pub undelivered_waited_p50_ms: Option<f64>,
+    /// Mean of the RTT samples that reached the estimator, and mean of the
+    /// RTO values it set (each `Rto` record counts once), ms; `null`
+    /// without samples or records (000 Fig. 4: calculated RTO).
+    #[serde(default)]
+    pub rtt_sample_mean_ms: Option<f64>,
+    #[serde(default)]
+    pub rto_mean_ms: Option<f64>,
 }
 
 impl Summary {
@@ -176,6 +183,7 @@ impl Summary {
         let mut thin: Option<(u64, u64)> = None;
         let mut waited: Vec<u64> = Vec::new();
         let mut undelivered_known = !flows.is_empty();
+        let (mut rtt_nanos, mut rto_updates, mut rto_nanos) = (0u64, 0u64, 0u64);
         for f in &flows {
             if f.has_receiver_trace() {
                 let end = f.span().map(|(_, e)| e);
@@ -189,6 +197,9 @@ impl Summary {
                 undelivered_known = false;
             }
             let rc = f.recovery();
+            rtt_nanos = rtt_nanos.saturating_add(rc.rtt_sample_nanos);
+            rto_updates += rc.rto_updates;
+            rto_nanos = rto_nanos.saturating_add(rc.rto_nanos);
             redundant += rc.redundant_bytes;
             rtt_samples += rc.rtt_samples;
             data_rtt_samples += rc.data_rtt_samples;
@@ -303,6 +314,9 @@ impl Summary {
                 waited.sort_unstable();
                 crate::stats::percentile_sorted(&waited, 0.5).map(|w| w as f64 / 1e6)
             },
+            rtt_sample_mean_ms: (rtt_samples > 0)
+                .then(|| rtt_nanos as f64 / rtt_samples as f64 / 1e6),
+            rto_mean_ms: (rto_updates > 0).then(|| rto_nanos as f64 / rto_updates as f64 / 1e6),
             messages,
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,

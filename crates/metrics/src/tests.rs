@@ -686,7 +686,8 @@ fn summary_json_is_exact_and_deterministic() {
         r#""spurious_excluding_redundant":0,"t3_expiries":0,"t3_spurious":0,"redundant_bytes":0,"#,
         r#""tohd_redundant":0.0,"tohd_retransmissions":0.25,"rtt_samples":0,"data_rtt_samples":0,"#,
         r#""thin_share":null,"thin_transitions":0,"undelivered":0,"#,
-        r#""undelivered_waited_max_ms":null,"undelivered_waited_p50_ms":null}"#
+        r#""undelivered_waited_max_ms":null,"undelivered_waited_p50_ms":null,"#,
+        r#""rtt_sample_mean_ms":null,"rto_mean_ms":null}"#
     );
     assert_eq!(json, expected);
     // A second, independent analysis of the same records gives the same bytes.
@@ -1035,4 +1036,39 @@ fn recovery_counters_come_from_the_sender_records() {
     assert_eq!((a.spurious_by_reason, a.t3_spurious), (None, None));
     assert_eq!(a.t3_expiries, 1);
     assert_eq!(a.data_rtt_samples, 2);
+}
+
+// Mean RTT sample and mean calculated RTO from the sender's `RttSample` and
+// `Rto` records (000 Fig. 4).
+#[test]
+fn rtt_and_rto_means_from_records() {
+    let (mut s, r) = hol_trace();
+    let end = s.last().map(Record::time).unwrap();
+    let at = |ms: u64| end + Duration::from_millis(ms);
+    s.push(Record::RttSample {
+        time: at(1),
+        rtt: Duration::from_millis(100),
+        data: true,
+    });
+    s.push(Record::Rto {
+        time: at(1),
+        rto: Duration::from_millis(300),
+        srtt: None,
+    });
+    s.push(Record::RttSample {
+        time: at(2),
+        rtt: Duration::from_millis(300),
+        data: false,
+    });
+    s.push(Record::Rto {
+        time: at(2),
+        rto: Duration::from_millis(500),
+        srtt: None,
+    });
+    let f = FlowAnalysis::new(&s, Some(&r), AnalysisOptions::default()).unwrap();
+    let sum = f.summary();
+    assert_eq!(sum.rtt_samples, 2);
+    assert_eq!(sum.data_rtt_samples, 1);
+    assert_eq!(sum.rtt_sample_mean_ms, Some(200.0));
+    assert_eq!(sum.rto_mean_ms, Some(400.0));
 }

@@ -382,6 +382,40 @@ impl WorkloadConfig {
         }
     }
 
+    /// The same workload spread round robin over `streams` streams instead
+    /// (the same draws otherwise); `None` for workloads whose streams come
+    /// from a trace or that produce flows.
+    pub fn with_streams(&self, n: u16) -> Option<WorkloadConfig> {
+        let mut w = self.clone();
+        match &mut w {
+            WorkloadConfig::Constant { streams, .. }
+            | WorkloadConfig::Exponential { streams, .. }
+            | WorkloadConfig::Uniform { streams, .. }
+            | WorkloadConfig::Profile { streams, .. }
+            | WorkloadConfig::Bursts { streams, .. }
+            | WorkloadConfig::Echo { streams, .. }
+            | WorkloadConfig::Bulk { streams, .. } => *streams = n.max(1),
+            WorkloadConfig::TraceCsv { .. }
+            | WorkloadConfig::TracePcap { .. }
+            | WorkloadConfig::Http { .. } => return None,
+        }
+        Some(w)
+    }
+
+    /// The same workload with its (mean) interarrival time replaced:
+    /// `iat` of `constant`, `mean-iat` of `exponential` and `echo`; `None`
+    /// for the other kinds (their timing is not one interval).
+    pub fn with_mean_iat(&self, d: Duration) -> Option<WorkloadConfig> {
+        let mut w = self.clone();
+        match &mut w {
+            WorkloadConfig::Constant { iat, .. } => *iat = d,
+            WorkloadConfig::Exponential { mean_iat, .. }
+            | WorkloadConfig::Echo { mean_iat, .. } => *mean_iat = d,
+            _ => return None,
+        }
+        Some(w)
+    }
+
     /// What the peer application does with the messages.
     pub fn peer_behaviour(&self) -> PeerBehaviour {
         match self {
