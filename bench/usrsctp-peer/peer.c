@@ -10,7 +10,18 @@
  *       connect to 127.0.0.1:SCTP_PORT, send SIZE-byte messages back to
  *       back for SECONDS, close, print a JSON line.
  *
- * Both print: bytes, messages, seconds (first to last message), the
+ *   peer thinsink LOCAL_ENCAPS REMOTE_ENCAPS SCTP_PORT MAX_SECONDS OUTFILE [tuned]
+ *       accept one association, write the one-way latency of each
+ *       message (ms, one per line, in arrival order) to OUTFILE; the
+ *       message starts with its id and its send time (CLOCK_MONOTONIC ns,
+ *       both little-endian u64): sender and sink on the same host.
+ *       `tuned`: SACK every packet (sack_freq 1, no delayed SACK).
+ *   peer thinsource LOCAL_ENCAPS REMOTE_ENCAPS SCTP_PORT COUNT INTERVAL_MS SIZE [tuned]
+ *       send COUNT SIZE-byte messages, one every INTERVAL_MS (absolute
+ *       schedule), with SCTP_NODELAY (no Nagle: what a thin-stream
+ *       application sets). `tuned`: RTO.Min 200 ms.
+ *
+ * sink/source print: bytes, messages, seconds (first to last message), the
  * goodput in Mbit/s and the longest gap between two consecutive messages
  * in ms (a stall detector). Built by bench/bulk; not part of the library.
  */
@@ -58,7 +69,122 @@ static void report(const char *role, uint64_t bytes, uint64_t msgs, double first
     fflush(stdout);
 }
 
+static void put_u64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int thin(int argc, char **argv) {
+    int sink = strcmp(argv[1], "thinsink") == 0;
+    if (argc < (sink ? 7 : 8)) {
+        fprintf(stderr, "usage: see the header of peer.c\n");
+        return 2;
+    }
+    uint16_t lenc = (uint16_t)atoi(argv[2]), renc = (uint16_t)atoi(argv[3]), port = (uint16_t)atoi(argv[4]);
+    int tuned = argc > (sink ? 7 : 8) && strcmp(argv[sink ? 7 : 8], "tuned") == 0;
+    usrsctp_init(lenc, NULL, NULL);
+    usrsctp_sysctl_set_sctp_blackhole(2);
+    usrsctp_sysctl_set_sctp_no_csum_on_loopback(0);
+    if (tuned && sink) {
+        usrsctp_sysctl_set_sctp_sack_freq_default(1);
+        usrsctp_sysctl_set_sctp_delayed_sack_time_default(0);
+    }
+    if (tuned && !sink) usrsctp_sysctl_set_sctp_rto_min_default(200);
+    struct socket *s = usrsctp_socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP, NULL, NULL, 0, NULL);
+    if (!s) { perror("usrsctp_socket"); return 1; }
+    set_encaps(s, renc);
+    struct sockaddr_in a = loopback(port);
+    uint64_t msgs = 0;
+    if (sink) {
+        double limit = atof(argv[5]);
+        FILE *out = fopen(argv[6], "w");
+        if (!out) { perror(argv[6]); return 1; }
+        setvbuf(out, NULL, _IOLBF, 0); /* every line on disk at once: the bench may stop the sink */
+        if (usrsctp_bind(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("bind"); return 1; }
+        if (usrsctp_listen(s, 1) < 0) { perror("listen"); return 1; }
+        struct socket *c = usrsctp_accept(s, NULL, NULL);
+        if (!c) { perror("accept"); return 1; }
+        static unsigned char buf[1 << 16];
+        size_t have = 0;
+        double start = now_s();
+        while (now_s() - start < limit) {
+            struct sctp_rcvinfo info;
+            socklen_t ilen = sizeof info;
+            unsigned int itype = 0;
+            int flags = 0;
+            struct sockaddr_in from;
+            socklen_t flen = sizeof from;
+            ssize_t n = usrsctp_recvv(c, buf + have, sizeof buf - have, (struct sockaddr *)&from, &flen, &info, &ilen, &itype, &flags);
+            if (n <= 0) break;
+            have += (size_t)n;
+            if (!(flags & MSG_EOR)) { if (have >= sizeof buf) have = 0; continue; }
+            uint64_t t = now_ns();
+            if (have >= 16) {
+                uint64_t sent = get_u64(buf + 8);
+                fprintf(out, "%.3f\n", t > sent ? (t - sent) / 1e6 : 0.0);
+                msgs++;
+            }
+            have = 0;
+        }
+        fclose(out);
+        printf("{\"role\":\"usrsctp-thinsink\",\"messages\":%llu,\"tuned\":%d}\n", (unsigned long long)msgs, tuned);
+        usrsctp_close(c);
+    } else {
+        long count = atol(argv[5]);
+        double interval = atof(argv[6]) / 1e3;
+        size_t size = (size_t)atoi(argv[7]);
+        if (size < 16) size = 16;
+        int one = 1;
+        usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_NODELAY, &one, sizeof one);
+        if (usrsctp_connect(s, (struct sockaddr *)&a, sizeof a) < 0) { perror("connect"); return 1; }
+        unsigned char *msg = calloc(1, size);
+        struct sctp_sndinfo snd;
+        memset(&snd, 0, sizeof snd);
+        double t0 = now_s();
+        for (long i = 0; i < count; i++) {
+            double at = t0 + i * interval, now = now_s();
+            if (at > now) {
+                struct timespec d = {(time_t)(at - now), (long)((at - now - (time_t)(at - now)) * 1e9)};
+                nanosleep(&d, NULL);
+            }
+            put_u64(msg, (uint64_t)i);
+            put_u64(msg + 8, now_ns());
+            for (int tries = 0; tries < 1000; tries++) {
+                ssize_t n = usrsctp_sendv(s, msg, size, NULL, 0, &snd, sizeof snd, SCTP_SENDV_SNDINFO, 0);
+                if (n >= 0) { msgs++; break; }
+                if (errno != EAGAIN && errno != EINTR) { perror("sendv"); i = count; break; }
+                struct timespec d = {0, 1000000};
+                nanosleep(&d, NULL);
+            }
+        }
+        /* Let the last messages be delivered before the graceful close. */
+        struct timespec d = {5, 0};
+        nanosleep(&d, NULL);
+        printf("{\"role\":\"usrsctp-thinsource\",\"messages\":%llu,\"tuned\":%d}\n", (unsigned long long)msgs, tuned);
+    }
+    fflush(stdout);
+    usrsctp_close(s);
+    for (int i = 0; i < 100 && usrsctp_finish() != 0; i++) {
+        struct timespec d = {0, 100000000};
+        nanosleep(&d, NULL);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && (strcmp(argv[1], "thinsink") == 0 || strcmp(argv[1], "thinsource") == 0))
+        return thin(argc, argv);
     if (argc < 6) {
         fprintf(stderr, "usage: peer sink LOCAL_ENCAPS REMOTE_ENCAPS SCTP_PORT MAX_SECONDS\n"
                         "       peer source LOCAL_ENCAPS REMOTE_ENCAPS SCTP_PORT SIZE SECONDS\n");

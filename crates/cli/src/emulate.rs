@@ -14,39 +14,68 @@ use crate::util::out;
 /// Arguments; the long help is the `Emulate` variant's doc in `main.rs`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
+    // Fields are read by `emulate_tun` too.
     /// Address the client sends to (port 0: any free port; the bound address
     /// is printed on the first line of output).
-    #[arg(long)]
-    listen: SocketAddr,
+    #[arg(long, required_unless_present = "tun", conflicts_with = "tun")]
+    listen: Option<SocketAddr>,
     /// The server datagrams are relayed to.
+    #[arg(long, required_unless_present = "tun", conflicts_with = "tun")]
+    to: Option<SocketAddr>,
+    /// Namespace mode (root only): create two network namespaces
+    /// `ts-a-<pid>` (10.201.0.1) and `ts-b-<pid>` (10.201.0.2), each with a
+    /// TUN device and a point-to-point route to the other, and apply
+    /// --forward to IP packets a → b and --reverse to b → a. Nothing is
+    /// routed from the root namespace. Enter a side with
+    /// `ip netns exec ts-a-<pid> CMD` (the names are printed on the first
+    /// line), or use --run-a/--run-b. Namespaces and devices are removed on
+    /// exit (Ctrl-C, SIGTERM, --duration, error).
     #[arg(long)]
-    to: SocketAddr,
+    pub(crate) tun: bool,
+    /// With --tun: a shell command run inside namespace a (`sh -c`), started
+    /// --a-after after --run-b. The emulator stops when it exits (after
+    /// waiting up to --b-grace for the b command) and exits with its status.
+    #[arg(long, requires = "tun")]
+    pub(crate) run_a: Option<String>,
+    /// With --tun: a shell command run inside namespace b, started first
+    /// (typically the server, listening on 10.201.0.2). Stopped (SIGTERM,
+    /// then SIGKILL) if still running when the emulator stops.
+    #[arg(long, requires = "tun")]
+    pub(crate) run_b: Option<String>,
+    /// With --run-a: delay between starting --run-b and --run-a.
+    #[arg(long, default_value = "500ms", value_parser = crate::util::parse_duration)]
+    pub(crate) a_after: Duration,
+    /// With --run-a: after the a command exits, keep relaying while waiting
+    /// this long for the b command to exit by itself (e.g. after reading
+    /// the end of a TCP stream still in flight through the links).
+    #[arg(long, default_value = "5s", value_parser = crate::util::parse_duration)]
+    pub(crate) b_grace: Duration,
     /// Client → server link (netem-like words; empty = perfect).
     #[arg(long, default_value = "")]
-    forward: String,
+    pub(crate) forward: String,
     /// Server → client link (default: perfect).
     #[arg(long, default_value = "")]
-    reverse: String,
+    pub(crate) reverse: String,
     /// Seed of the links' randomness (loss, jitter, reordering, ...).
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Write the statistics as JSON to this file on exit.
     #[arg(long)]
-    json: Option<std::path::PathBuf>,
+    pub(crate) json: Option<std::path::PathBuf>,
     /// Stop after this long (e.g. `30s`); datagrams still held are not sent.
     #[arg(long, value_parser = crate::util::parse_duration)]
-    duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Stop reading after this many datagrams (both directions), send what
     /// is held, then stop.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tun")]
     count: Option<u64>,
     /// Most datagrams held per direction (memory bound; extra copies are
     /// dropped at the tail and counted as hold-overflow).
     #[arg(long, default_value_t = HoldLimit::default().packets)]
-    hold_packets: usize,
+    pub(crate) hold_packets: usize,
     /// Most payload bytes held per direction.
     #[arg(long, default_value_t = HoldLimit::default().bytes)]
-    hold_bytes: usize,
+    pub(crate) hold_bytes: usize,
     /// Most clients (source addresses); each gets its own upstream socket
     /// and links. Datagrams from further clients are counted and dropped.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -56,17 +85,23 @@ pub(crate) struct Args {
     allow_non_loopback: bool,
     /// Print only the first line (the bound address), not the statistics.
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
 }
 
-fn link(text: &str, which: &str) -> anyhow::Result<LinkConfig> {
+pub(crate) fn link(text: &str, which: &str) -> anyhow::Result<LinkConfig> {
     LinkConfig::parse_netem(text).with_context(|| format!("--{which} {text:?}"))
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if args.tun {
+        return crate::emulate_tun::main(&args);
+    }
+    let (Some(listen), Some(to)) = (args.listen, args.to) else {
+        anyhow::bail!("--listen and --to are required without --tun");
+    };
     let config = EmulatorConfig {
-        listen: args.listen,
-        to: args.to,
+        listen,
+        to,
         forward: link(&args.forward, "forward")?,
         reverse: link(&args.reverse, "reverse")?,
         seed: args.seed,
@@ -89,7 +124,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         out(&format!(
             "emulate: listening on {} -> {}\n",
             emulator.local_addr(),
-            args.to
+            to
         ));
         let stop = async {
             if tokio::signal::ctrl_c().await.is_err() {
@@ -142,7 +177,7 @@ fn render(r: &EmulatorReport) -> String {
     s
 }
 
-fn direction(name: &str, d: &DirectionReport) -> String {
+pub(crate) fn direction(name: &str, d: &DirectionReport) -> String {
     let l = &d.link_stats;
     let mut drops: Vec<String> = DropCause::ALL
         .iter()

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod emulate;
+mod emulate_tun;
 mod listen;
 mod mechanisms;
 mod oneway;
@@ -53,6 +54,12 @@ enum Command {
     /// Statistics (per direction, totals and per client: packets in/out, drops
     /// by cause, release timing error p50/p99/max) are printed on exit: Ctrl-C,
     /// --duration, or --count.
+    ///
+    /// With --tun (root): the same links between two network namespaces the
+    /// command creates and removes, for kernel TCP or any other program:
+    /// `thinstream emulate --tun --forward "delay 50ms" --reverse "delay 50ms"
+    /// --run-b "iperf3 -s -1" --run-a "iperf3 -c 10.201.0.2"`, or enter the
+    /// sides with `ip netns exec ts-a-<pid> CMD` / `ts-b-<pid>`.
     Emulate(emulate::Args),
     /// List the SCTP mechanisms and presets (or expand one preset string).
     Mechanisms(mechanisms::Args),

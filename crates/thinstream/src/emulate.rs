@@ -41,6 +41,9 @@ use thinstream_base::{Datagram, Duration, Instant, Seed};
 use thinstream_link::{Counter, HeldLink, HoldLimit, Link, LinkConfig, LinkConfigError, LinkStats};
 
 use crate::clock::Clock;
+
+#[cfg(all(feature = "tun", target_os = "linux"))]
+pub mod tun;
 use crate::udp::{RxBuffers, TxBatch, UdpIo};
 
 /// What to emulate.
