@@ -105,6 +105,9 @@ pub struct StreamingFlow {
     packets_received: u64,
     redundant_bytes: u64,
     rtt_samples: u64,
+    rtt_sample_nanos: u64,
+    rto_updates: u64,
+    rto_nanos: u64,
     data_rtt_samples: u64,
     thin_transitions: u64,
     last_thin: Option<bool>,
@@ -146,6 +149,9 @@ impl StreamingFlow {
             packets_received: 0,
             redundant_bytes: 0,
             rtt_samples: 0,
+            rtt_sample_nanos: 0,
+            rto_updates: 0,
+            rto_nanos: 0,
             data_rtt_samples: 0,
             thin_transitions: 0,
             last_thin: None,
@@ -261,11 +267,16 @@ impl StreamingFlow {
                     self.finish_one(id);
                 }
             }
-            Record::RttSample { data, .. } => {
+            Record::RttSample { data, rtt, .. } => {
                 self.rtt_samples += 1;
+                self.rtt_sample_nanos = self.rtt_sample_nanos.saturating_add(rtt.as_nanos());
                 if *data {
                     self.data_rtt_samples += 1;
                 }
+            }
+            Record::Rto { rto, .. } => {
+                self.rto_updates += 1;
+                self.rto_nanos = self.rto_nanos.saturating_add(rto.as_nanos());
             }
             Record::Thin { thin, .. } => {
                 if self.last_thin.is_some_and(|t| t != *thin) {
@@ -564,9 +575,10 @@ impl StreamingFlow {
             }),
             undelivered_waited_max_ms: None,
             undelivered_waited_p50_ms: None,
-            // Not accumulated by this streaming analysis.
-            rtt_sample_mean_ms: None,
-            rto_mean_ms: None,
+            rtt_sample_mean_ms: (self.rtt_samples > 0)
+                .then(|| self.rtt_sample_nanos as f64 / self.rtt_samples as f64 / 1e6),
+            rto_mean_ms: (self.rto_updates > 0)
+                .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
         }
     }
 }
