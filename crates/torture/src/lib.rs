@@ -366,18 +366,20 @@ impl Case {
                 }
             }
         }
-        // Bound: a backed-off retransmission timer can sit at RTO.max; then
-        // the bytes left must cross. The guaranteed pace is one chunk per
-        // round trip (with a delayed SACK): a receive buffer exhausted by
-        // pieces of large or interleaved messages takes the next chunk in
-        // sequence only, as a zero-window probe.
+        // Bound: the guaranteed pace when a receive buffer is exhausted by
+        // pieces waiting for the next TSN in sequence is one chunk per
+        // retransmission timeout: that chunk, if it was lost, is resent only
+        // by T3 (too few SACKs flow for fast retransmit), and an RTO that
+        // the adversary inflated (long samples, e.g. presets that sample
+        // retransmitted chunks) may sit at RTO.max long after the path is
+        // clean. So: one chunk per max(round trip, RTO.max), plus slack.
         let rto_max = client.rto_max.max(server.rto_max);
         let chunk = client.pmtu.min(server.pmtu).saturating_sub(32).max(16);
         let chunks: u64 = plan.iter().map(|p| p.size.div_ceil(chunk) as u64).sum();
-        let round_trip_ms = d_fwd + d_rev + 700;
-        let liveness_bound = rto_max.mul_f64(3.0)
-            + Duration::from_secs(60)
-            + Duration::from_millis(chunks * round_trip_ms);
+        let round_trip = Duration::from_millis(d_fwd + d_rev + 700);
+        let chunk_pace = round_trip.max(rto_max);
+        let liveness_bound =
+            rto_max.mul_f64(3.0) + Duration::from_secs(60) + chunk_pace.mul_f64(chunks as f64);
         Case {
             seed,
             client_preset,
@@ -393,7 +395,7 @@ impl Case {
             adversary_ends,
             liveness_bound,
             chunk,
-            chunk_pace: Duration::from_millis(round_trip_ms),
+            chunk_pace,
             stalls,
         }
     }
