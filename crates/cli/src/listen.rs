@@ -59,6 +59,12 @@ pub(crate) struct Args {
     /// cost of CPU; off by default.
     #[arg(long, value_parser = crate::util::parse_duration)]
     busy_poll: Option<thinstream_base::Duration>,
+    /// Largest SCTP packet (common header and chunks) in one UDP datagram
+    /// for the associations peers open: `auto` (default: start at 1472 B
+    /// (IPv6: 1452) and probe up to the bound address's route MTU, at most
+    /// 16 KiB on loopback; RFC 8899) or a fixed size in bytes, 128..=65507.
+    #[arg(long, default_value = "auto", value_parser = crate::util::parse_pmtu)]
+    pmtu: thinstream::PathMtu,
     /// Print each association as it starts and ends.
     #[arg(long, short)]
     verbose: bool,
@@ -265,7 +271,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut transport = args.preset.clone();
     transport.local_port = args.sctp_port;
     let mut config = EndpointConfig::server();
-    config.association(AssociationConfig::from_transport(transport));
+    let mut association = AssociationConfig::from_transport(transport);
+    association.pmtu(args.pmtu);
+    config.association(association);
     if let Some(seed) = args.testing_fixed_seed {
         config.testing_fixed_seed(seed);
     }

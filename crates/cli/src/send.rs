@@ -145,6 +145,13 @@ pub(crate) struct Args {
     /// cost of CPU; off by default.
     #[arg(long, value_parser = crate::util::parse_duration)]
     busy_poll: Option<thinstream_base::Duration>,
+    /// Largest SCTP packet (common header and chunks) in one UDP datagram:
+    /// `auto` (default: start at 1472 B (IPv6: 1452) and probe larger sizes
+    /// up to the route's MTU, at most 16 KiB towards a loopback peer, using
+    /// a size once the peer has answered a probe of it; RFC 8899) or a
+    /// fixed size in bytes, 128..=65507, with no probing.
+    #[arg(long, default_value = "auto", value_parser = crate::util::parse_pmtu)]
+    pmtu: thinstream::PathMtu,
     /// Bulk mode: send back to back (ignores --interval) without tracing,
     /// and report goodput, the longest stall and CPU time instead of
     /// per-message latency. With --duration, stop sending after that time.
@@ -561,6 +568,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         args.streams
     };
     let mut config = AssociationConfig::from_transport(transport);
+    config.pmtu(args.pmtu);
     config.trace(!args.bulk);
     config.streams(streams);
 
@@ -1164,6 +1172,7 @@ async fn run_bulk(
     let stats = a.stats();
     report.retransmissions = stats.retransmitted_chunks();
     report.spurious_estimate = Some(stats.spurious_estimate);
+    report.interleaving = stats.interleaving;
     report.elapsed_s = start.elapsed().as_secs_f64();
     report.latency = "none (bulk)";
     match acked_at {

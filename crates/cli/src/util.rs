@@ -88,3 +88,17 @@ mod tests {
         assert!(parse_size("big").is_err());
     }
 }
+
+/// `--pmtu`: `auto` or a packet size in bytes (128..=65507).
+pub(crate) fn parse_pmtu(s: &str) -> Result<thinstream::PathMtu, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(thinstream::PathMtu::Auto);
+    }
+    match s.parse::<usize>() {
+        Ok(n) if (128..=65_507).contains(&n) => Ok(thinstream::PathMtu::Fixed(n)),
+        Ok(n) => Err(format!(
+            "{n} bytes is outside 128..=65507 (an SCTP packet must hold a chunk and fit one UDP datagram)"
+        )),
+        Err(_) => Err(format!("{s:?} is neither `auto` nor a size in bytes")),
+    }
+}

@@ -131,6 +131,11 @@ pub struct Config {
     /// Ethernet MTU 1500 - IPv4 20 - UDP 8 (RFC 6951 encapsulation).
     /// Clamped to at least 128.
     pub pmtu: usize,
+    /// Path MTU discovery (RFC 8899, see `association::pmtu`): once the
+    /// association is up, probe packet sizes up to this many bytes with
+    /// padded HEARTBEATs and use the largest the peer answers. `None` (the
+    /// default, and every preset): packets stay at `pmtu`.
+    pub pmtu_probe_max: Option<usize>,
     /// `true`: new data is sent as soon as the windows allow (like
     /// SCTP_NODELAY). `false`: a packet that is not full is held back while
     /// data is outstanding (Nagle-like, §6.1 bundling delay).
@@ -186,6 +191,7 @@ impl Default for Config {
             delayed_sack: DelayedSack::default(),
             fast_retransmit_threshold: 3,
             pmtu: 1472,
+            pmtu_probe_max: None,
             no_delay: true,
             outbound_streams: 10,
             max_inbound_streams: 10,

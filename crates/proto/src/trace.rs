@@ -68,6 +68,11 @@ pub struct Stats {
     /// retransmissions (RDB copies excluded: the peer reports those too,
     /// so the count is an upper bound while RDB is on).
     pub duplicates_reported: u64,
+    /// Path MTU probe packets sent (RFC 8899; `Config::pmtu_probe_max`).
+    pub pmtu_probes_sent: u64,
+    /// Falls back to the base packet size after repeated timeouts at a
+    /// discovered size.
+    pub pmtu_black_holes: u64,
 }
 
 impl Stats {
@@ -125,7 +130,9 @@ impl Stats {
             sack_immediately_sent,
             thin_transitions,
             thin_ns,
-            duplicates_reported
+            duplicates_reported,
+            pmtu_probes_sent,
+            pmtu_black_holes
         );
         for (a, b) in self
             .data_chunks_by_reason

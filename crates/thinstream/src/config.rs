@@ -30,6 +30,85 @@ pub struct AssociationConfig {
     pub(crate) transport: TransportConfig,
     pub(crate) recv_queue_bytes: usize,
     pub(crate) close_timeout: Duration,
+    pub(crate) path_mtu: PathMtu,
+}
+
+/// How large an association's SCTP packets (common header and chunks, the
+/// payload of one UDP datagram) may be.
+///
+/// ```
+/// use thinstream::{AssociationConfig, PathMtu};
+/// use std::net::SocketAddr;
+/// let loopback: SocketAddr = "127.0.0.1:9899".parse().unwrap();
+/// // The default starts at an Ethernet-sized packet and may discover more.
+/// assert_eq!(PathMtu::Auto.base(loopback), 1472);
+/// assert!(PathMtu::Auto.limit(loopback) <= thinstream::LOOPBACK_PMTU_CAP);
+/// // A fixed size is used as given, and nothing is probed.
+/// let mut c = AssociationConfig::default();
+/// c.pmtu(PathMtu::Fixed(1200));
+/// assert_eq!(c.path_mtu().limit(loopback), 1200);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathMtu {
+    /// The default: start with an Ethernet-sized packet (1472 bytes over
+    /// IPv4, 1452 over IPv6) and discover larger ones (RFC 8899 packetization
+    /// layer path MTU discovery: padded HEARTBEAT probes, see
+    /// [`thinstream_proto::association::pmtu`]) up to the kernel's MTU for
+    /// the route to the peer (a connected probe socket's `IP_MTU`, less the
+    /// IP and UDP headers), and for a loopback peer at most
+    /// [`LOOPBACK_PMTU_CAP`]. A size counts only once the peer has answered
+    /// a probe of it, so a peer that reads small datagrams, ignores probes
+    /// (pion/sctp v1.11.3 drops packets with a PAD chunk) or a path that
+    /// drops large packets keeps the association at a size that works. Incoming associations use the route of the
+    /// endpoint's bound address.
+    Auto,
+    /// Exactly this many bytes (clamped to 128..=65507); no probing.
+    Fixed(usize),
+}
+
+/// Largest SCTP packet [`PathMtu::Auto`] tries towards a loopback peer:
+/// 16 KiB. Larger packets were measured to overflow a receiver's default
+/// Linux socket buffer (212 992 bytes, charged by allocation size) during
+/// bulk transfer; 16 KiB kept every run clean (docs/api.md, "Packet size").
+pub const LOOPBACK_PMTU_CAP: usize = 16 * 1024;
+
+/// UDP payload of a 1500-byte Ethernet frame over IPv4 / IPv6.
+const ETHERNET_UDP_V4: usize = 1500 - 20 - 8;
+const ETHERNET_UDP_V6: usize = 1500 - 40 - 8;
+
+impl PathMtu {
+    /// The packet size an association towards `peer` starts with.
+    pub fn base(self, peer: std::net::SocketAddr) -> usize {
+        match self {
+            PathMtu::Fixed(n) => n.clamp(128, 65_507),
+            PathMtu::Auto if peer.is_ipv4() => ETHERNET_UDP_V4,
+            PathMtu::Auto => ETHERNET_UDP_V6,
+        }
+    }
+
+    /// The largest packet size an association towards `peer` may use
+    /// (asks the kernel for the route's MTU when [`PathMtu::Auto`]).
+    pub fn limit(self, peer: std::net::SocketAddr) -> usize {
+        match self {
+            PathMtu::Fixed(_) => self.base(peer),
+            PathMtu::Auto => {
+                let route = crate::udp::route_udp_payload(peer).unwrap_or(0);
+                let cap = if peer.ip().is_loopback() {
+                    LOOPBACK_PMTU_CAP
+                } else {
+                    65_507
+                };
+                route.min(cap).max(self.base(peer))
+            }
+        }
+    }
+
+    /// Set the transport's packet size and probing bound for `peer`.
+    pub(crate) fn apply(self, peer: std::net::SocketAddr, t: &mut TransportConfig) {
+        t.pmtu = self.base(peer);
+        let limit = self.limit(peer);
+        t.pmtu_probe_max = (limit > t.pmtu).then_some(limit);
+    }
 }
 
 impl Default for AssociationConfig {
@@ -51,8 +130,23 @@ impl AssociationConfig {
         AssociationConfig {
             recv_queue_bytes: 64 * 1024,
             close_timeout: Duration::from_secs(10),
+            path_mtu: PathMtu::Auto,
             transport,
         }
+    }
+
+    /// The SCTP packet size rule (default [`PathMtu::Auto`]). It decides
+    /// the transport's `pmtu` when the association opens: a `pmtu` set
+    /// through [`Self::transport_mut`] is used only with
+    /// `PathMtu::Fixed`.
+    pub fn pmtu(&mut self, rule: PathMtu) -> &mut Self {
+        self.path_mtu = rule;
+        self
+    }
+
+    /// The SCTP packet size rule in use.
+    pub fn path_mtu(&self) -> PathMtu {
+        self.path_mtu
     }
 
     /// The protocol configuration (timers, buffers, streams, mechanisms).

@@ -84,7 +84,10 @@ impl Endpoint {
         let local = io
             .local_addr()
             .map_err(|source| BindError::Io { addr, source })?;
-        let transport = config.association.transport.clone();
+        let mut transport = config.association.transport.clone();
+        // Incoming associations: the packet size rule for the bound address
+        // (a loopback-bound endpoint only ever talks to loopback peers).
+        config.association.path_mtu.apply(local, &mut transport);
         let ep = match config.fixed_seed {
             Some(seed) => ProtoEndpoint::new(transport, local, Seed(seed), config.accept_incoming),
             None => {
@@ -136,6 +139,10 @@ impl Endpoint {
                 peer,
             });
         }
+        // The packet size towards this peer (may ask the kernel: outside
+        // the lock).
+        let mut transport = config.transport.clone();
+        config.path_mtu.apply(peer, &mut transport);
         let id = {
             let mut st = self.shared.lock();
             if st.closing || st.gone.is_some() {
@@ -151,7 +158,7 @@ impl Endpoint {
                 });
             }
             let now = self.shared.clock.now();
-            let id = st.ep.connect_with(now, peer, config.transport.clone());
+            let id = st.ep.connect_with(now, peer, transport);
             st.tracing |= config.transport.trace;
             let mut slot = Slot::new(config.recv_queue_bytes);
             slot.announced = true;

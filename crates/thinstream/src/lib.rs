@@ -80,7 +80,7 @@ pub mod trace {
 
 pub use association::{Association, Event, Message, SendOptions};
 pub use bytes::Bytes;
-pub use config::{AssociationConfig, EndpointConfig};
+pub use config::{AssociationConfig, EndpointConfig, PathMtu, LOOPBACK_PMTU_CAP};
 pub use endpoint::{Endpoint, Incoming};
 pub use error::{AssociationError, BindError, ConnectError, SendError};
 pub use stats::{AssociationStats, RetransmissionsByCause};

@@ -100,6 +100,9 @@ pub struct AssociationStats {
     pub sacks_received: u64,
     /// Heartbeats sent.
     pub heartbeats_sent: u64,
+    /// Largest SCTP packet this association sends, in bytes (see
+    /// [`crate::PathMtu`]).
+    pub pmtu: usize,
 }
 
 impl AssociationStats {
@@ -150,6 +153,7 @@ impl AssociationStats {
             sacks_sent: s.sacks_sent,
             sacks_received: s.sacks_received,
             heartbeats_sent: s.heartbeats_sent,
+            pmtu: a.config().effective_pmtu(),
         }
     }
 

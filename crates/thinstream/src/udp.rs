@@ -88,6 +88,34 @@ impl RxBuffers {
     }
 }
 
+/// The largest UDP payload the kernel's route towards `peer` carries
+/// unfragmented (the route's MTU less the IP and UDP headers), learned from
+/// a connected probe socket (no packet is sent). `None` if the kernel
+/// cannot tell (no route, or not Linux).
+pub(crate) fn route_udp_payload(peer: SocketAddr) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let any: SocketAddr = if peer.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let probe = std::net::UdpSocket::bind(any).ok()?;
+        probe.connect(peer).ok()?;
+        let (mtu, headers) = if peer.is_ipv4() {
+            (rustix::net::sockopt::ip_mtu(&probe).ok()?, 20 + 8)
+        } else {
+            (rustix::net::sockopt::ipv6_mtu(&probe).ok()?, 40 + 8)
+        };
+        (mtu as usize).checked_sub(headers)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = peer;
+        None
+    }
+}
+
 pub(crate) struct UdpIo {
     socket: UdpSocket,
     state: UdpSocketState,

@@ -337,3 +337,65 @@ async fn several_associations_from_one_endpoint_to_one_peer() {
         Err(ConnectError::AlreadyConnected { .. })
     ));
 }
+
+/// The default packet size follows the loopback route (larger packets,
+/// fewer of them); a fixed size is honoured; large messages arrive whole
+/// either way, over IPv4 and IPv6.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packet_size_follows_the_loopback_route_unless_fixed() {
+    use thinstream::{PathMtu, LOOPBACK_PMTU_CAP};
+    for local in ["127.0.0.1:0", "[::1]:0"] {
+        let local: std::net::SocketAddr = local.parse().unwrap();
+        let mut packets = Vec::new();
+        for rule in [PathMtu::Auto, PathMtu::Fixed(1200)] {
+            let server = Endpoint::bind(local, EndpointConfig::server()).unwrap();
+            let client = Endpoint::bind(local, EndpointConfig::client()).unwrap();
+            let mut cfg = AssociationConfig::default();
+            cfg.pmtu(rule);
+            let (a, b) = tokio::join!(client.connect(server.local_addr(), cfg), async {
+                server.accept().await.unwrap().accept().unwrap()
+            });
+            let a = a.unwrap();
+            // Probing takes a round trip or two.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            while rule == PathMtu::Auto
+                && (a.stats().pmtu <= 1472 || b.stats().pmtu <= 1472)
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let (sent, seen) = (a.stats().pmtu, b.stats().pmtu);
+            match rule {
+                PathMtu::Fixed(n) => assert_eq!(sent, n, "{local}"),
+                PathMtu::Auto => {
+                    // The loopback MTU is 64 KiB unless someone lowered it.
+                    assert!(sent > 1472 && sent <= LOOPBACK_PMTU_CAP, "{local}: {sent}");
+                    // The server is bound to loopback: the same rule.
+                    assert_eq!(seen, sent, "{local}");
+                }
+            }
+            for i in 0..20u8 {
+                a.send(0, vec![i; 40_000], SendOptions::default())
+                    .await
+                    .unwrap();
+            }
+            for i in 0..20u8 {
+                let m = timeout(Duration::from_secs(5), b.recv())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(m.data.len(), 40_000);
+                assert!(m.data.iter().all(|&x| x == i), "{local} {rule:?}");
+            }
+            packets.push(a.stats().packets_sent);
+            assert_eq!(a.close().await, AssociationError::Closed);
+        }
+        // 800 kB in 16 KiB packets against 1200 B packets.
+        assert!(
+            packets[0] * 4 < packets[1],
+            "{local}: {} packets with the route's size, {} with 1200 B",
+            packets[0],
+            packets[1]
+        );
+    }
+}

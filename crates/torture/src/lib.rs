@@ -282,6 +282,14 @@ impl Case {
         let (server_preset, mut server) = preset(&mut rng);
         knobs(&mut rng, &mut client);
         knobs(&mut rng, &mut server);
+        // Path MTU probing on a quarter of the ends, from a generator of its
+        // own so every other choice of a seed stays what it was.
+        let mut probe_rng = Seed(seed).derive("torture.pmtu").rng();
+        for c in [&mut client, &mut server] {
+            if probe_rng.chance(0.25) {
+                c.pmtu_probe_max = Some(c.pmtu + 1 + probe_rng.below(8000) as usize);
+            }
+        }
         server.local_port = SERVER_PORT;
         let associations = 1 + rng.below(3) as usize;
 
@@ -405,8 +413,11 @@ impl fmt::Display for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let knobs = |c: &Config| {
             format!(
-                "pmtu {} rcvbuf {} sndbuf {} os/mis {}/{}{}{}{}",
+                "pmtu {}{} rcvbuf {} sndbuf {} os/mis {}/{}{}{}{}",
                 c.pmtu,
+                c.pmtu_probe_max
+                    .map(|m| format!(" (probing up to {m})"))
+                    .unwrap_or_default(),
                 c.receive_buffer,
                 c.send_buffer,
                 c.outbound_streams,

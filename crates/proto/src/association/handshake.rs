@@ -842,6 +842,12 @@ impl Association {
         let mut n = [0u8; 8];
         n.copy_from_slice(&hb.info[..8]);
         let nonce = u64::from_be_bytes(n);
+        if self.on_pmtu_probe_ack(now, nonce) {
+            // The peer answered: it is reachable.
+            self.error_count = 0;
+            self.path_error_count = 0;
+            return;
+        }
         match self.heartbeat {
             Some((expected, sent)) if expected == nonce => {
                 self.heartbeat = None;

@@ -141,6 +141,7 @@
 
 pub mod congestion;
 mod handshake;
+pub mod pmtu;
 pub(crate) mod receiver;
 pub(crate) mod rto;
 pub(crate) mod sender;
@@ -311,6 +312,10 @@ pub struct Association {
     pub(crate) thin_since: Option<Instant>,
     /// When our INIT was sent, if it was not retransmitted (handshake RTT seed).
     pub(crate) init_sent: Option<Instant>,
+    /// Path MTU search (RFC 8899), when `Config::pmtu_probe_max` asks for it.
+    pub(crate) pmtu_search: Option<pmtu::PmtuSearch>,
+    /// A probe packet to send next: (heartbeat nonce, packet size).
+    pub(crate) pmtu_probe_out: Option<(u64, usize)>,
 }
 
 impl Association {
@@ -419,6 +424,8 @@ impl Association {
             last_message_interval: None,
             thin_since: None,
             init_sent: None,
+            pmtu_search: pmtu::PmtuSearch::new(config.effective_pmtu(), config.pmtu_probe_max),
+            pmtu_probe_out: None,
             rng,
             config,
         };
@@ -731,6 +738,9 @@ impl Association {
         if state != State::Closed {
             self.had_tcb = true;
         }
+        if state == State::Established && self.pmtu_search.is_some() {
+            self.timers.set(Timer::PmtuProbe, now);
+        }
         self.tracer.record(|| Record::State {
             time: now,
             state: state.name().to_string(),
@@ -819,6 +829,11 @@ impl Association {
             return None;
         }
         let remote = self.remote?;
+        if let Some((nonce, size)) = self.pmtu_probe_out.take() {
+            if self.may_send_data() {
+                return Some((remote, self.pmtu_probe_packet(now, nonce, size)));
+            }
+        }
         let pmtu = self.config.effective_pmtu();
         let mut room = pmtu - COMMON_HEADER_LEN;
         let mut chunks = std::mem::take(&mut self.scratch_chunks);
@@ -1121,6 +1136,7 @@ impl Association {
                 Timer::DelayedSack => self.rx.delayed_sack_expired(),
                 Timer::Heartbeat => self.on_heartbeat_timer(now),
                 Timer::EarlyFastRtx => self.on_efr_expiry(now),
+                Timer::PmtuProbe => self.on_pmtu_timer(now),
             }
         }
     }

@@ -206,6 +206,10 @@ pub(crate) struct Sender {
     pub(crate) sched_turn: u32,
     /// Fragments still to cut from the scheduler's messages.
     pub(crate) sched_frags: u64,
+    /// A new fragment size (path MTU discovery) waiting for the
+    /// interleaving scheduler to empty: its queued messages were counted
+    /// in fragments of the old size.
+    pub(crate) frag_next: Option<usize>,
     /// Queued chunks with a partial-reliability policy (sweeps are skipped
     /// while there are none).
     pub(crate) pr_live: usize,
@@ -250,6 +254,7 @@ impl Sender {
             sched_rr: 0,
             sched_turn: 0,
             sched_frags: 0,
+            frag_next: None,
             pr_live: 0,
             fwd_pending: false,
             fwd_last: None,
@@ -485,6 +490,11 @@ impl Association {
         if self.tx.queued_bytes + data.len() > self.config.send_buffer {
             self.tx.blocked = true;
             return Err(SendError::BufferFull);
+        }
+        if self.tx.sched.is_empty() {
+            if let Some(f) = self.tx.frag_next.take() {
+                self.tx.frag = f;
+            }
         }
         let frag = self.tx.frag.max(1);
         let payload = Bytes::copy_from_slice(data);
@@ -1312,6 +1322,7 @@ impl Association {
             );
             return;
         }
+        self.pmtu_on_timeout(now);
         // RFC 3758 §3.5 A3: abandon what may not be retransmitted; the
         // FORWARD TSN goes out with the retransmissions.
         self.pr_sweep(now);

@@ -20,10 +20,13 @@ pub(crate) enum Timer {
     /// FreeBSD-style early fast retransmit (000 §2; mechanism, never runs
     /// unless switched on).
     EarlyFastRtx = 6,
+    /// Path MTU probe: send the next probe, or give up on the outstanding
+    /// one (RFC 8899 PROBE_TIMER; see `association::pmtu`).
+    PmtuProbe = 7,
 }
 
 impl Timer {
-    pub(crate) const ALL: [Timer; 7] = [
+    pub(crate) const ALL: [Timer; 8] = [
         Timer::T1Init,
         Timer::T1Cookie,
         Timer::T2Shutdown,
@@ -31,13 +34,14 @@ impl Timer {
         Timer::DelayedSack,
         Timer::Heartbeat,
         Timer::EarlyFastRtx,
+        Timer::PmtuProbe,
     ];
 }
 
 /// Deadlines indexed by [`Timer`]; `None` = stopped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TimerTable {
-    at: [Option<Instant>; 7],
+    at: [Option<Instant>; 8],
 }
 
 impl TimerTable {
@@ -51,7 +55,7 @@ impl TimerTable {
         self.at[t as usize].is_some()
     }
     pub(crate) fn stop_all(&mut self) {
-        self.at = [None; 7];
+        self.at = [None; 8];
     }
     /// The earliest deadline of all running timers.
     pub(crate) fn next(&self) -> Option<Instant> {
