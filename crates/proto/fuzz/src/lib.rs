@@ -114,6 +114,9 @@ pub fn check_endpoint(data: &[u8]) -> u32 {
     cfg.interleaving = first & 0x10 != 0;
     cfg.receive_buffer = if first & 0x20 != 0 { 4096 } else { 65536 };
     cfg.pmtu = if first & 0x40 != 0 { 200 } else { 1472 };
+    // Path MTU probing (RFC 8899) on some inputs: probes, their answers and
+    // size changes meet every other operation.
+    cfg.pmtu_probe_max = (first & 0x08 != 0).then_some(4000);
     let addrs: [SocketAddr; 2] = [
         "10.0.0.1:9899".parse().expect("address"),
         "10.0.0.2:9899".parse().expect("address"),

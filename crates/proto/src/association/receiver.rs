@@ -522,6 +522,11 @@ impl Association {
             st.next_mid = d.mid.wrapping_add(1);
             self.deliver(now, msg);
             self.drain_stream_mid(now, s);
+        } else if st.pending_mid.contains_key(&d.mid) {
+            // A second complete message with this MID under other TSNs (a
+            // broken or hostile peer): keep the first, drop the bytes.
+            // Found by the endpoint fuzz target.
+            self.rx.held = self.rx.held.saturating_sub(msg.payload.len());
         } else {
             st.pending_mid.insert(d.mid, msg);
         }
@@ -688,11 +693,12 @@ impl Association {
             st.next_ssn = ssn.next();
             self.deliver(now, msg);
             self.drain_stream(now, s);
-        } else if ssn > st.next_ssn {
+        } else if ssn > st.next_ssn && !st.pending.contains_key(&ssn) {
             st.pending.insert(ssn, msg);
         } else {
-            // An SSN already delivered: cannot happen without a duplicate
-            // TSN, which was filtered; drop it defensively.
+            // An SSN already delivered, or a second complete message with an
+            // SSN already waiting (a broken peer's other TSNs): keep the
+            // first, drop the bytes.
             self.rx.held = self.rx.held.saturating_sub(msg.payload.len());
         }
     }

@@ -1428,6 +1428,13 @@ impl Association {
     /// Put DATA into the packet being built: retransmissions first, then new
     /// data as cwnd (§6.1 B), the peer's rwnd (§6.1 A), Nagle and Max.Burst
     /// allow.
+    /// A chunk cut for a larger packet size than the one in use now (path
+    /// MTU discovery fell back after it was cut) can never fit a packet:
+    /// it goes alone, in an oversized packet, rather than never.
+    fn oversized_alone(&self, out: &[Chunk], len: usize) -> bool {
+        out.is_empty() && len > self.config.effective_pmtu() - crate::wire::COMMON_HEADER_LEN
+    }
+
     pub(crate) fn fill_data(&mut self, now: Instant, out: &mut Vec<Chunk>, room: &mut usize) {
         if self.burst >= self.config.max_burst.max(1) {
             return;
@@ -1454,10 +1461,10 @@ impl Association {
                     continue;
                 }
                 let len = self.tx.chunk_len(self.tx.chunks[i].payload.len());
-                if len > *room {
+                if len > *room && !self.oversized_alone(out, len) {
                     break;
                 }
-                *room -= len;
+                *room = room.saturating_sub(len);
                 self.tx.marked -= 1;
                 self.tx.in_flight_chunks += 1;
                 self.tx.flight += self.tx.chunks[i].len();
@@ -1591,7 +1598,7 @@ impl Association {
             }
             let plen = self.tx.chunks[i].len();
             let len = self.tx.chunk_len(plen as usize);
-            if len > *room {
+            if len > *room && !self.oversized_alone(out, len) {
                 break;
             }
             // §6.1 A: no new data beyond the peer's rwnd, except one chunk
@@ -1600,7 +1607,7 @@ impl Association {
             if probe && !(self.tx.nothing_outstanding() && *added == 0) {
                 break;
             }
-            *room -= len;
+            *room = room.saturating_sub(len);
             self.tx.next_unsent += 1;
             self.tx.flight += plen;
             self.tx.in_flight_chunks += 1;

@@ -235,6 +235,22 @@ fn sack_reports_gaps_and_duplicates() {
     );
 }
 
+// A broken peer sends two complete messages with the same waiting SSN under
+// different TSNs: the first is kept, the buffer accounting holds (the I-DATA
+// form, the same MID twice, was found by the endpoint fuzz target).
+#[test]
+fn a_second_message_with_a_waiting_ssn_is_dropped() {
+    let mut f = established_server(Config::default());
+    let t = f.tsn;
+    f.feed(vec![data(t.add(1), 0, 1, b"first")]);
+    f.feed(vec![data(t.add(2), 0, 1, b"second, longer")]);
+    f.a.check_invariants().unwrap();
+    f.feed(vec![data(t, 0, 0, b"zero")]);
+    f.a.check_invariants().unwrap();
+    assert_eq!(f.received(), vec![b"zero".to_vec(), b"first".to_vec()]);
+    assert_eq!(f.a.rx.held, 0);
+}
+
 // Delayed SACK: one in-sequence packet starts the 200 ms timer.
 #[test]
 fn delayed_sack_timer() {
