@@ -3,8 +3,14 @@
 // association runs over any net.Conn, so the client uses a connected UDP
 // socket and the server a UDP socket locked to the first peer it hears from.
 //
-//	pionpeer server --listen 127.0.0.1:PORT --mode echo|discard [--count N] [--unordered]
-//	pionpeer client --to 127.0.0.1:PORT --count N --size S|MIN..MAX --interval D [--unordered] [--streams K] [--ppid P]
+//	pionpeer server --listen 127.0.0.1:PORT --mode echo|discard [--count N] [--unordered] [--latency FILE]
+//	pionpeer client --to 127.0.0.1:PORT --count N --size S|MIN..MAX --interval D [--unordered] [--streams K] [--ppid P] [--one-way]
+//
+// One-way latency (bench/thin-latency): the client with --one-way writes
+// its send time (Unix nanoseconds, same host clock) into bytes 8..16 of
+// each message and does not wait for echoes; the server with --latency
+// appends each message's delivery latency in milliseconds to FILE, one a
+// line.
 //
 // Both print one JSON summary line on stdout and exit non-zero on any problem.
 // pion uses SCTP port 5000 on both sides. Set PION_LOG_SCTP=debug for pion's
@@ -123,7 +129,17 @@ func server(args []string) error {
 	count := fs.Uint64("count", 0, "end the association after this many messages (0: when the peer ends it)")
 	unordered := fs.Bool("unordered", false, "echo unordered (pion does not report a message's U bit)")
 	deadline := fs.Duration("deadline", 60*time.Second, "give up after this long")
+	latency := fs.String("latency", "", "append one-way latencies (ms) of timestamped messages to this file")
 	_ = fs.Parse(args)
+	var latOut *os.File
+	if *latency != "" {
+		f, err := os.Create(*latency)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		latOut = f
+	}
 	if *mode != "echo" && *mode != "discard" {
 		return fmt.Errorf("--mode must be echo or discard, not %q", *mode)
 	}
@@ -185,6 +201,10 @@ func server(args []string) error {
 					return
 				}
 				mu.Lock()
+				if latOut != nil && n >= 16 {
+					sent := int64(binary.LittleEndian.Uint64(buf[8:16]))
+					fmt.Fprintf(latOut, "%.3f\n", float64(time.Now().UnixNano()-sent)/1e6)
+				}
 				rep.Messages++
 				rep.Bytes += uint64(n)
 				last := *count > 0 && rep.Messages >= *count
@@ -283,11 +303,15 @@ func client(args []string) error {
 	streams := fs.Int("streams", 1, "spread messages round robin over this many streams")
 	ppidArg := fs.Uint("ppid", uint(sctp.PayloadTypeWebRTCBinary), "payload protocol identifier to send and expect back")
 	deadline := fs.Duration("deadline", 60*time.Second, "give up after this long")
+	oneWay := fs.Bool("one-way", false, "timestamp messages (bytes 8..16) and do not wait for echoes")
 	_ = fs.Parse(args)
 	ppid := sctp.PayloadProtocolIdentifier(*ppidArg)
 	lo, hi, err := parseSize(*sizeArg)
 	if err != nil {
 		return err
+	}
+	if *oneWay && lo < 16 {
+		return errors.New("--one-way needs messages of at least 16 bytes")
 	}
 	if *count == 0 || *streams < 1 || *streams > 65535 {
 		return errors.New("--count must be >= 1 and --streams within 1..65535")
@@ -352,6 +376,9 @@ func client(args []string) error {
 	tick := time.NewTimer(0)
 	defer tick.Stop()
 	for rep.Echoed+rep.Corrupted < *count && rep.Error == "" {
+		if *oneWay && next >= *count {
+			break
+		}
 		sending := next < *count
 		var due <-chan time.Time
 		if sending {
@@ -363,6 +390,9 @@ func client(args []string) error {
 			body := payload(next, size)
 			stream := ss[next%uint64(*streams)]
 			sentAt[next] = time.Now()
+			if *oneWay {
+				binary.LittleEndian.PutUint64(body[8:16], uint64(sentAt[next].UnixNano()))
+			}
 			if _, err := stream.WriteSCTP(body, ppid); err != nil {
 				rep.Error = fmt.Sprintf("sending message %d: %v", next, err)
 				break
@@ -412,7 +442,13 @@ func client(args []string) error {
 		rep.RTTp50ms, rep.RTTp99ms, rep.RTTmaxms = pct(0.50), pct(0.99), pct(1)
 	}
 	// Graceful end: SHUTDOWN once everything is acknowledged.
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// One-way runs end when the last message is acknowledged: allow the
+	// loss recovery of a lossy path (the server's deadline bounds it too).
+	grace := 5 * time.Second
+	if *oneWay {
+		grace = 120 * time.Second
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), grace)
 	defer scancel()
 	if err := assoc.Shutdown(sctx); err != nil && rep.Error == "" {
 		rep.Error = fmt.Sprintf("shutdown: %v", err)
@@ -422,6 +458,8 @@ func client(args []string) error {
 	switch {
 	case rep.Error != "":
 		return errors.New(rep.Error)
+	case *oneWay:
+		return nil // delivery is checked at the server (--latency)
 	case rep.Echoed != *count || rep.Corrupted+rep.OutOfOrder+rep.BadPPID > 0:
 		return errors.New("echo check failed")
 	}
