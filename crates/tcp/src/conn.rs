@@ -125,6 +125,9 @@ pub struct TcpConnection {
     pub(crate) force_rtx: bool,
     pub(crate) rtt: Rtt,
     pub(crate) rack: Option<Rack>,
+    /// Transmissions so far (each data segment sent gets the next number:
+    /// `Skb::tx_order`).
+    pub(crate) tx_count: u64,
     /// Consecutive retransmission timeouts (Linux `icsk_retransmits`).
     pub(crate) retransmits: u32,
     pub(crate) tlp_high_seq: Option<u64>,
@@ -177,6 +180,7 @@ impl TcpConnection {
         Ok(TcpConnection {
             rtt: Rtt::new(&cfg),
             rack: cfg.rack.map(|_| Rack::default()),
+            tx_count: 0,
             rcv: Receiver::new(cfg.rcv_buf, cfg.delayed_ack, cfg.quickack_initial),
             cwnd: 0,
             ssthresh: u64::MAX / 4,

@@ -10,6 +10,8 @@ pub(crate) struct Rack {
     /// `RACK.xmit_ts`/`RACK.end_seq`: the most recently sent segment known delivered.
     xmit: Option<Instant>,
     end_seq: u64,
+    /// Its place in the send order (`Skb::tx_order`), for ties of time.
+    order: u64,
     /// `RACK.rtt`.
     rtt: Duration,
     /// Highest end of any delivered segment (`RACK.fack`).
@@ -18,9 +20,16 @@ pub(crate) struct Rack {
     pub(crate) reordering_seen: bool,
 }
 
-/// RFC 8985 `RACK_sent_after`.
-fn sent_after(t1: Instant, seq1: u64, t2: Instant, seq2: u64) -> bool {
-    t1 > t2 || (t1 == t2 && seq1 > seq2)
+/// RFC 8985 `RACK_sent_after`, with ties of time broken by transmission
+/// order. The RFC breaks them by sequence number, which is the same order
+/// for the segments of one burst, the only way a kernel's timestamps tie. In
+/// the simulator a retransmission and new data often leave at the same
+/// instant (the periodic workload's write coincides with the SACK that
+/// triggers the retransmission); by sequence the retransmission would count
+/// as sent before the new segment, and the new segment's SACK, arriving just
+/// ahead of the retransmission's, would mark it lost again at once.
+fn sent_after(t1: Instant, order1: u64, t2: Instant, order2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && order1 > order2)
 }
 
 impl Rack {
@@ -31,6 +40,7 @@ impl Rack {
         &mut self,
         now: Instant,
         xmit: Instant,
+        order: u64,
         end_seq: u64,
         retransmitted: bool,
         min_rtt: Option<Duration>,
@@ -45,10 +55,11 @@ impl Rack {
         }
         let newer = match self.xmit {
             None => true,
-            Some(x) => sent_after(xmit, end_seq, x, self.end_seq),
+            Some(x) => sent_after(xmit, order, x, self.order),
         };
         if newer {
             self.xmit = Some(xmit);
+            self.order = order;
             self.end_seq = end_seq;
             self.rtt = rtt;
         }
@@ -89,7 +100,7 @@ impl Rack {
         let mut timeout: Option<Instant> = None;
         for s in rtx.iter_mut() {
             let in_flight = !s.sacked && (!s.lost || s.retrans_out);
-            if !in_flight || !sent_after(rack_xmit, self.end_seq, s.xmit, s.seq_end()) {
+            if !in_flight || !sent_after(rack_xmit, self.order, s.xmit, s.tx_order) {
                 continue;
             }
             let deadline = s.xmit + self.rtt + reo_wnd;

@@ -114,7 +114,14 @@ impl TcpConnection {
                 newly_sacked += 1;
                 let s = self.sq.rtx[i].clone();
                 if let Some(rack) = self.rack.as_mut() {
-                    rack.on_delivered(now, s.xmit, s.seq_end(), s.retransmitted, min_rtt);
+                    rack.on_delivered(
+                        now,
+                        s.xmit,
+                        s.tx_order,
+                        s.seq_end(),
+                        s.retransmitted,
+                        min_rtt,
+                    );
                 }
                 if self.cfg.trace && s.len() > 0 {
                     self.trace.push_back(Record::Acked {
@@ -150,7 +157,14 @@ impl TcpConnection {
                 }
                 if !a.was_sacked {
                     if let Some(rack) = self.rack.as_mut() {
-                        rack.on_delivered(now, a.xmit, a.seq_end, a.retransmitted, min_rtt);
+                        rack.on_delivered(
+                            now,
+                            a.xmit,
+                            a.tx_order,
+                            a.seq_end,
+                            a.retransmitted,
+                            min_rtt,
+                        );
                     }
                     if self.cfg.trace && a.end > a.start {
                         self.trace.push_back(Record::Acked {
@@ -651,6 +665,8 @@ impl TcpConnection {
         }
         skb.bundle_start = bundle_start;
         skb.xmit = now;
+        self.tx_count += 1;
+        skb.tx_order = self.tx_count;
         let payload = self.sq.bytes(bundle_start, skb.end);
         let mut flags = Flags::ACK;
         if skb.len() > 0 {
@@ -676,6 +692,8 @@ impl TcpConnection {
             }
             s.retransmitted = true;
             s.xmit = now;
+            self.tx_count += 1;
+            s.tx_order = self.tx_count;
             if s.lost && !s.sacked {
                 s.retrans_out = true;
             }
@@ -690,9 +708,11 @@ impl TcpConnection {
     pub(crate) fn send_segment(&mut self, now: Instant, i: usize, reason: TxReason) {
         self.stats.retransmissions += 1;
         let (start, mut end, mut fin) = {
+            self.tx_count += 1;
             let s = &mut self.sq.rtx[i];
             s.retransmitted = true;
             s.xmit = now;
+            s.tx_order = self.tx_count;
             s.retrans_out = true;
             (s.start, s.end, s.fin)
         };

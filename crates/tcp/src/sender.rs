@@ -23,6 +23,11 @@ pub(crate) struct Skb {
     pub(crate) bundle_start: u64,
     /// Time of the last transmission (RACK's `xmit_ts`).
     pub(crate) xmit: Instant,
+    /// Place of the last transmission in the connection's send order: what
+    /// "sent after" means between transmissions at the same instant (the
+    /// simulator's clock is exact; a kernel's transmissions at one
+    /// timestamp are one burst, in this order too).
+    pub(crate) tx_order: u64,
     /// Sent more than once (Karn's rule, RACK RTT filtering).
     pub(crate) retransmitted: bool,
     pub(crate) sacked: bool,
@@ -69,6 +74,7 @@ pub(crate) struct AckedSkb {
     pub(crate) was_sacked: bool,
     pub(crate) retransmitted: bool,
     pub(crate) xmit: Instant,
+    pub(crate) tx_order: u64,
     pub(crate) seq_end: u64,
 }
 
@@ -109,6 +115,7 @@ impl SendQueue {
                 fin: false,
                 bundle_start: pos,
                 xmit: now,
+                tx_order: 0,
                 retransmitted: false,
                 sacked: false,
                 lost: false,
@@ -136,6 +143,7 @@ impl SendQueue {
             fin: true,
             bundle_start: self.written,
             xmit: now,
+            tx_order: 0,
             retransmitted: false,
             sacked: false,
             lost: false,
@@ -173,6 +181,7 @@ impl SendQueue {
                     was_sacked: s.sacked,
                     retransmitted: s.retransmitted,
                     xmit: s.xmit,
+                    tx_order: s.tx_order,
                     seq_end: s.seq_end(),
                 });
             } else {
@@ -187,6 +196,7 @@ impl SendQueue {
                         was_sacked: front.sacked,
                         retransmitted: front.retransmitted,
                         xmit: front.xmit,
+                        tx_order: front.tx_order,
                         seq_end: una,
                     });
                     front.start = cut;
