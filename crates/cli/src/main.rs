@@ -8,6 +8,7 @@ mod emulate;
 mod emulate_tun;
 mod listen;
 mod mechanisms;
+mod merge;
 mod oneway;
 mod reproduce;
 mod run;
@@ -35,6 +36,15 @@ enum Command {
     Send(send::Args),
     /// Run a scenario file in the simulator and write results.json.
     Run(run::Args),
+    /// Join the shard directories of `thinstream run --shard i/n` into the
+    /// results.json (and results.csv) of one full run.
+    ///
+    /// Every shard 0/n .. n-1/n of one scenario and set of options must be
+    /// given, each once; shards of different scenarios, options, shard
+    /// counts or thinstream versions are refused. The merged results equal
+    /// those of a full `thinstream run` with the same options (the wall_s
+    /// fields apart: the merged one is the shards' sum).
+    Merge(merge::Args),
     /// Reproduce the documents' experiments in the simulator and write a report.
     Reproduce(reproduce::Args),
     /// Relay UDP through emulated links in real time (delay, loss, rate, ...).
@@ -87,6 +97,7 @@ fn main() -> ExitCode {
         Command::Listen(args) => listen::main(args),
         Command::Send(args) => send::main(args),
         Command::Run(args) => run::main(args),
+        Command::Merge(args) => merge::main(args),
         Command::Reproduce(args) => reproduce::main(args),
         Command::Mechanisms(args) => mechanisms::main(args),
         Command::Torture(args) => torture::main(args),

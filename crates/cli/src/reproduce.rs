@@ -269,6 +269,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
                 repetitions,
                 jobs: args.jobs,
                 quiet: args.quiet,
+                shard: None,
             };
             match run::execute(&run_args, &mut |s| crate::util::out(s)) {
                 // Plots, CSV and verdicts come from the stored results.

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use clap::Args as ClapArgs;
 use thinstream_base::Duration;
+use thinstream_lab::shard::ShardSpec;
 use thinstream_lab::{run_all, wall, Plan, PlanOptions, Results, RunOptions, Scenario};
 
 #[derive(ClapArgs, Debug)]
@@ -51,6 +52,17 @@ pub(crate) struct Args {
     /// No progress bar and no run list.
     #[arg(long)]
     pub(crate) quiet: bool,
+    /// Run only shard i of n (i counts from 0: 0/4 .. 3/4): the runs whose
+    /// index is i modulo n. Writes a shard directory (manifest.json,
+    /// runs.parquet, samples.parquet; default out/<scenario>/shard-i-of-n)
+    /// instead of results.json; `thinstream merge` joins all n shards into
+    /// the results of one full run.
+    #[arg(long, value_parser = parse_shard)]
+    pub(crate) shard: Option<ShardSpec>,
+}
+
+fn parse_shard(s: &str) -> Result<ShardSpec, String> {
+    s.parse()
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -68,14 +80,7 @@ pub(crate) fn execute(
     print: &mut dyn FnMut(&str),
 ) -> anyhow::Result<(Plan, Results, PathBuf)> {
     let scenario = Scenario::load(&args.scenario)?;
-    let options = PlanOptions {
-        seed: args.seed,
-        duration: args.duration,
-        drain: args.drain,
-        variants: args.variants.clone(),
-        points: args.points.clone(),
-        repetitions: args.repetitions,
-    };
+    let options = plan_options(args);
     let plan = Plan::new(scenario, &options)?;
     if args.quiet {
         print(&format!(
@@ -166,6 +171,69 @@ pub(crate) fn execute(
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
-    execute(&args, &mut |s| crate::util::out(s))?;
+    match args.shard {
+        Some(shard) => run_shard(&args, shard, &mut |s| crate::util::out(s))?,
+        None => {
+            execute(&args, &mut |s| crate::util::out(s))?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn plan_options(args: &Args) -> PlanOptions {
+    PlanOptions {
+        seed: args.seed,
+        duration: args.duration,
+        drain: args.drain,
+        variants: args.variants.clone(),
+        points: args.points.clone(),
+        repetitions: args.repetitions,
+    }
+}
+
+/// `--shard i/n`: runs one shard and writes its directory.
+fn run_shard(args: &Args, shard: ShardSpec, print: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+    if args.pcap.is_some() || args.records.is_some() {
+        return Err(anyhow!(
+            "--pcap and --records keep one run of a full run; they cannot be combined with --shard"
+        ));
+    }
+    let text = std::fs::read_to_string(&args.scenario)
+        .with_context(|| format!("cannot read scenario {}", args.scenario.display()))?;
+    let options = plan_options(args);
+    let plan = thinstream_lab::shard::plan_of(&text, &args.scenario, &options)?;
+    let mine = shard.runs(&plan).len();
+    print(&format!(
+        "scenario {}: master seed {}, shard {shard}: {mine} of {} run(s)\n",
+        plan.scenario.name,
+        plan.seed.0,
+        plan.runs.len()
+    ));
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        Path::new("out")
+            .join(&plan.scenario.name)
+            .join(format!("shard-{}-of-{}", shard.index, shard.count))
+    });
+    let run_options = RunOptions {
+        jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+        pcap_run: None,
+        records_run: None,
+    };
+    let m = thinstream_lab::shard::run_shard(
+        &text,
+        &args.scenario,
+        &options,
+        shard,
+        &run_options,
+        &out_dir,
+    )?;
+    print(&format!(
+        "shard {}: {} run(s), {:.2} s wall; wrote {}\n",
+        m.shard,
+        m.runs,
+        m.wall_s,
+        out_dir.display()
+    ));
+    Ok(())
 }

@@ -31,6 +31,9 @@ pub enum LabError {
     Write { path: PathBuf, reason: String },
     /// A command-line selection (variants, points, run index) matches nothing.
     Selection(String),
+    /// A sweep shard could not be written, read or merged (the message
+    /// names the directory and what is wrong).
+    Shard(String),
 }
 
 impl fmt::Display for LabError {
@@ -65,6 +68,7 @@ impl fmt::Display for LabError {
                 write!(f, "cannot write {}: {reason}", path.display())
             }
             LabError::Selection(m) => f.write_str(m),
+            LabError::Shard(m) => f.write_str(m),
         }
     }
 }

@@ -12,7 +12,7 @@ use thinstream_sim::RunResult;
 use crate::scenario::{Scenario, ThroughputSpec};
 
 /// One measured flow's bytes acknowledged per interval.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlowSeries {
     /// Its `[[flows]]` entry.
     pub entry: usize,
@@ -67,7 +67,7 @@ pub fn series(
 }
 
 /// One bottleneck direction in one run.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinkUse {
     pub offered_packets: u64,
     pub dropped_packets: u64,
@@ -78,7 +78,7 @@ pub struct LinkUse {
 }
 
 /// Both bottleneck directions of one dumbbell run.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BottleneckRun {
     pub forward: LinkUse,
     pub reverse: LinkUse,

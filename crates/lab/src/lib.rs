@@ -54,10 +54,12 @@ pub mod fairness;
 pub mod http;
 pub mod plan;
 pub mod plots;
+pub mod record;
 pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
+pub mod shard;
 pub mod table;
 pub mod tidy;
 pub mod transport;
@@ -67,8 +69,9 @@ pub mod worst;
 
 pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
+pub use record::RunRecord;
 pub use results::{PointResult, Results, VariantResult};
-pub use runner::{run_all, run_one, Detail, RunOptions, RunOutcome};
+pub use runner::{run_all, run_one, run_records, Detail, RunOptions, RunOutcome};
 pub use scenario::{Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 

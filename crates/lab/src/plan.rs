@@ -24,7 +24,7 @@ pub const MAX_REPETITIONS: u32 = 100_000;
 pub const MAX_RUNS: u64 = 1_000_000;
 
 /// Command-line adjustments to a scenario.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlanOptions {
     /// Replaces the scenario's master seed.
     pub seed: Option<u64>,
@@ -51,7 +51,7 @@ pub struct PlannedVariant {
 }
 
 /// One simulation to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunSpec {
     /// Position in the plan; results are ordered by it.
     pub index: usize,

@@ -31,9 +31,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use thinstream_base::Duration;
-use thinstream_metrics::{mean_ci95, median, mtt_reduction, LatencyMs, RetransmissionRow, Summary};
+use thinstream_metrics::{
+    mean_ci95, median, mtt_reduction, FlowDigest, LatencyMs, RetransmissionRow, Summary,
+};
 
 use crate::plan::Plan;
+use crate::record::RunRecord;
 use crate::runner::RunOutcome;
 use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 
@@ -71,6 +74,18 @@ pub fn latency_cdf<'a>(
 ) -> Vec<CdfPoint> {
     let mut all: Vec<u64> = flows
         .flat_map(|f| f.latencies(kind).into_iter().map(|(_, l)| l.as_nanos()))
+        .collect();
+    all.sort_unstable();
+    cdf_of_sorted(&all)
+}
+
+/// [`latency_cdf`] from digests (which must hold the samples of `kind`).
+pub fn latency_cdf_digests<'a>(
+    flows: impl Iterator<Item = &'a FlowDigest>,
+    kind: thinstream_metrics::LatencyKind,
+) -> Vec<CdfPoint> {
+    let mut all: Vec<u64> = flows
+        .flat_map(|f| f.samples(kind).iter().map(|s| s.nanos))
         .collect();
     all.sort_unstable();
     cdf_of_sorted(&all)
@@ -189,7 +204,7 @@ pub struct CauseRow {
 }
 
 /// Pools the flows' reason tables.
-fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>) -> Vec<CauseRow> {
+fn causes<'a>(flows: impl Iterator<Item = &'a FlowDigest>) -> Vec<CauseRow> {
     use thinstream_base::trace::TxReason;
     // Every (number, reason) row exists, zeros included, so the shape of
     // results.json does not depend on what happened to occur.
@@ -202,7 +217,7 @@ fn causes<'a>(flows: impl Iterator<Item = &'a thinstream_metrics::FlowAnalysis>)
         })
         .collect();
     for f in flows {
-        for r in f.reason_table() {
+        for r in &f.reason_table {
             let e = rows
                 .entry((r.retransmission, r.reason))
                 .or_insert((0, Some(0)));
@@ -296,7 +311,7 @@ pub struct Reduction {
 }
 
 /// The slowest message over `runs` (ties: the earliest run).
-fn slowest_of<'a>(runs: impl Iterator<Item = &'a RunOutcome>) -> Option<crate::worst::WorstPath> {
+fn slowest_of<'a>(runs: impl Iterator<Item = &'a RunRecord>) -> Option<crate::worst::WorstPath> {
     runs.filter_map(|o| o.worst.as_ref())
         .fold(None::<&crate::worst::WorstPath>, |best, w| match best {
             Some(b) if b.path.latency_ms >= w.path.latency_ms => Some(b),
@@ -312,20 +327,20 @@ fn also_kinds<'a, I>(
     flows: impl Fn() -> I,
 ) -> BTreeMap<String, OtherLatency>
 where
-    I: Iterator<Item = &'a thinstream_metrics::FlowAnalysis> + Clone,
+    I: Iterator<Item = &'a FlowDigest> + Clone,
 {
     s.metrics
         .also
         .iter()
         .filter(|k| **k != kind)
         .map(|k| {
-            let sm = Summary::pooled(flows(), *k);
+            let sm = Summary::pooled_digests(flows(), *k);
             (
                 k.name().to_string(),
                 OtherLatency {
                     latency_ms: sm.latency_ms,
                     by_retransmissions: sm.by_retransmissions,
-                    latency_cdf_ms: latency_cdf(flows(), *k),
+                    latency_cdf_ms: latency_cdf_digests(flows(), *k),
                 },
             )
         })
@@ -339,6 +354,19 @@ fn ms(d: Duration) -> f64 {
 impl Results {
     /// Pools `outcomes` (in run-index order) per variant and point.
     pub fn build(plan: &Plan, outcomes: &[RunOutcome], wall_s: f64) -> Results {
+        let kinds = crate::record::latency_kinds(&plan.scenario);
+        let records: Vec<RunRecord> = outcomes.iter().map(|o| RunRecord::of(o, &kinds)).collect();
+        Results::from_records(plan, &records, wall_s)
+    }
+
+    /// Pools run records per variant and point; the records are taken in
+    /// run-index order whatever order they come in, so the result does not
+    /// depend on it (records of several shards give the results of one full
+    /// run).
+    pub fn from_records(plan: &Plan, records: &[RunRecord], wall_s: f64) -> Results {
+        let mut sorted: Vec<&RunRecord> = records.iter().collect();
+        sorted.sort_by_key(|r| r.spec.index);
+        let outcomes = sorted.as_slice();
         let s = &plan.scenario;
         let kind = s.metrics.latency;
         let drop_sweep = s
@@ -347,10 +375,14 @@ impl Results {
             .is_some_and(|sw| sw.parameter == SweepParameter::DropDataPacket);
         let mut variants = Vec::with_capacity(plan.variants.len());
         for (vi, v) in plan.variants.iter().enumerate() {
-            let mine: Vec<&RunOutcome> = outcomes.iter().filter(|o| o.spec.variant == vi).collect();
+            let mine: Vec<&RunRecord> = outcomes
+                .iter()
+                .copied()
+                .filter(|o| o.spec.variant == vi)
+                .collect();
             let flows = mine.iter().flat_map(|o| o.flows.iter());
             let available = v.config.is_ok();
-            let summary = available.then(|| Summary::pooled(flows.clone(), kind));
+            let summary = available.then(|| Summary::pooled_digests(flows.clone(), kind));
             let also = if available {
                 also_kinds(s, kind, || flows.clone())
             } else {
@@ -366,13 +398,13 @@ impl Results {
                 .enumerate()
                 .filter(|_| available)
                 .map(|(pi, p)| {
-                    let here: Vec<&RunOutcome> = mine
+                    let here: Vec<&RunRecord> = mine
                         .iter()
                         .copied()
                         .filter(|o| o.spec.point == Some(pi))
                         .collect();
                     let pflows = || here.iter().flat_map(|o| o.flows.iter());
-                    let summary = Summary::pooled(pflows(), kind);
+                    let summary = Summary::pooled_digests(pflows(), kind);
                     let mut point = PointResult {
                         value: p.label(),
                         summary,
@@ -440,7 +472,7 @@ impl Results {
                     .collect(),
                 summary,
                 latency_cdf_ms: if available {
-                    latency_cdf(mine.iter().flat_map(|o| o.flows.iter()), kind)
+                    latency_cdf_digests(mine.iter().flat_map(|o| o.flows.iter()), kind)
                 } else {
                     Vec::new()
                 },

@@ -22,6 +22,7 @@ use thinstream_workload::Generator;
 
 use crate::error::LabError;
 use crate::plan::{Plan, RunSpec};
+use crate::record::RunRecord;
 use crate::scenario::{FlowEntry, PeerKind, SweepPoint, TopologySpec, TransportKind};
 use crate::transport::TransportConfig;
 use crate::wall;
@@ -94,12 +95,39 @@ impl Default for RunOptions {
 
 /// Runs every run of `plan`; outcomes in index order.
 pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, LabError> {
+    run_each(plan, &plan.runs, options, |o| o)
+}
+
+/// Runs `specs` (runs of `plan`, e.g. one shard's) and reduces each
+/// outcome to its [`RunRecord`] inside the worker, so the per-message
+/// analyses of many runs are never held together; records in the order of
+/// `specs`. Detail options (pcap, records) are ignored.
+pub fn run_records(
+    plan: &Plan,
+    specs: &[RunSpec],
+    options: &RunOptions,
+) -> Result<Vec<RunRecord>, LabError> {
+    let kinds = crate::record::latency_kinds(&plan.scenario);
+    let options = RunOptions {
+        pcap_run: None,
+        records_run: None,
+        ..options.clone()
+    };
+    run_each(plan, specs, &options, |o| RunRecord::of(&o, &kinds))
+}
+
+fn run_each<T: Send>(
+    plan: &Plan,
+    specs: &[RunSpec],
+    options: &RunOptions,
+    reduce: impl Fn(RunOutcome) -> T + Sync,
+) -> Result<Vec<T>, LabError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .build()
         .map_err(|e| LabError::Selection(format!("cannot start worker threads: {e}")))?;
     let bar = ProgressBar::with_draw_target(
-        Some(plan.runs.len() as u64),
+        Some(specs.len() as u64),
         if options.progress {
             ProgressDrawTarget::stderr()
         } else {
@@ -115,15 +143,15 @@ pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, Lab
         // Redraw the elapsed time while long runs are in flight.
         bar.enable_steady_tick(std::time::Duration::from_millis(500));
     }
-    let outcomes: Vec<Result<RunOutcome, LabError>> = pool.install(|| {
-        plan.runs
+    let outcomes: Vec<Result<T, LabError>> = pool.install(|| {
+        specs
             .par_iter()
             .map(|spec| {
                 let detail = Detail {
                     pcap: options.pcap_run == Some(spec.index),
                     records: options.records_run == Some(spec.index),
                 };
-                let out = run_one(plan, spec, detail);
+                let out = run_one(plan, spec, detail).map(&reduce);
                 bar.set_message(plan.variants[spec.variant].spec.name.clone());
                 bar.inc(1);
                 out

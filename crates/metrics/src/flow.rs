@@ -242,7 +242,7 @@ impl LossEstimate {
 /// the thin-stream verdict over time, redundant bytes). Counters the SCTP
 /// association keeps in its `Stats` as well; computed here from records so
 /// that every driver (simulator, sockets) and both transports get them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryCounts {
     /// `RttSample` records: samples that reached the RTO estimator.
     pub rtt_samples: u64,
@@ -1043,7 +1043,7 @@ pub struct RetransmissionGroup {
 }
 
 /// One row of the reason table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasonRow {
     pub retransmission: u32,
     pub or_more: bool,

@@ -53,6 +53,7 @@
 //! records; per-unit facts are kept per unit *range* (see `ranges`), so a
 //! bulk TCP flow costs per segment, not per byte.
 
+mod digest;
 mod error;
 mod flow;
 mod ranges;
@@ -61,6 +62,7 @@ mod streaming;
 mod summary;
 mod transaction;
 
+pub use digest::{FlowDigest, LatencySample, LossCounts};
 pub use error::{MetricsError, Side};
 pub use flow::{
     AnalysisOptions, AppSend, DuplicateReport, FlowAnalysis, FlowInput, LatencyKind, LossEstimate,

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use thinstream_base::trace::TxReason;
 use thinstream_base::Duration;
 
+use crate::digest::FlowDigest;
 use crate::flow::{FlowAnalysis, LatencyKind, LossMethod};
 use crate::stats::LatencyStats;
 
@@ -159,7 +160,18 @@ impl Summary {
         flows: impl IntoIterator<Item = &'a FlowAnalysis>,
         kind: LatencyKind,
     ) -> Summary {
-        let flows: Vec<&FlowAnalysis> = flows.into_iter().collect();
+        let digests: Vec<FlowDigest> = flows.into_iter().map(|f| f.digest(&[kind])).collect();
+        Summary::pooled_digests(&digests, kind)
+    }
+
+    /// [`Summary::pooled`] from the flows' digests (which must hold the
+    /// samples of `kind`): the same summary, to the byte, whether the
+    /// digests were just made or stored and read back.
+    pub fn pooled_digests<'a>(
+        flows: impl IntoIterator<Item = &'a FlowDigest>,
+        kind: LatencyKind,
+    ) -> Summary {
+        let flows: Vec<&FlowDigest> = flows.into_iter().collect();
         let mut all: Vec<u64> = Vec::new();
         let mut groups: [Vec<u64>; 4] = Default::default();
         let mut messages = 0u64;
@@ -185,18 +197,11 @@ impl Summary {
         let mut undelivered_known = !flows.is_empty();
         let (mut rtt_nanos, mut rto_updates, mut rto_nanos) = (0u64, 0u64, 0u64);
         for f in &flows {
-            if f.has_receiver_trace() {
-                let end = f.span().map(|(_, e)| e);
-                for m in f.messages() {
-                    if m.delivered.is_none() && !m.abandoned {
-                        let w = end.map_or(0, |e| e.saturating_duration_since(m.sent).as_nanos());
-                        waited.push(w);
-                    }
-                }
-            } else {
-                undelivered_known = false;
+            match &f.undelivered_waited_nanos {
+                Some(w) => waited.extend_from_slice(w),
+                None => undelivered_known = false,
             }
-            let rc = f.recovery();
+            let rc = &f.recovery;
             rtt_nanos = rtt_nanos.saturating_add(rc.rtt_sample_nanos);
             rto_updates += rc.rto_updates;
             rto_nanos = rto_nanos.saturating_add(rc.rto_nanos);
@@ -209,41 +214,33 @@ impl Summary {
                 thin = Some((a + t.as_nanos(), b + w.as_nanos()));
             }
             t3_expiries += f
-                .reasons()
+                .reasons
                 .get(&TxReason::TimeoutRetransmit)
                 .copied()
                 .unwrap_or(0);
-            spurious_by_reason = match (spurious_by_reason, f.spurious_by_reason()) {
+            spurious_by_reason = match (spurious_by_reason, &f.spurious_by_reason) {
                 (Some(mut all), Some(mine)) => {
                     for (r, c) in mine {
-                        *all.entry(r).or_insert(0) += c;
+                        *all.entry(*r).or_insert(0) += c;
                     }
                     Some(all)
                 }
                 _ => None,
             };
-            for (m, l) in f.latencies(kind) {
-                all.push(l.as_nanos());
-                groups[(m.retransmissions as usize).min(3)].push(l.as_nanos());
+            for s in f.samples(kind) {
+                all.push(s.nanos);
+                groups[(s.retransmissions as usize).min(3)].push(s.nanos);
             }
-            messages += f.messages().len() as u64;
-            abandoned += f.messages().iter().filter(|m| m.abandoned).count() as u64;
-            delivered = delivered
-                .zip(f.has_receiver_trace().then_some(()))
-                .map(|(d, ())| {
-                    d + f
-                        .messages()
-                        .iter()
-                        .filter(|m| m.delivered.is_some())
-                        .count() as u64
-                });
-            spurious = spurious.zip(f.spurious()).map(|(a, b)| a + b);
-            for (r, c) in f.reasons() {
+            messages += f.messages;
+            abandoned += f.abandoned;
+            delivered = delivered.zip(f.delivered).map(|(d, mine)| d + mine);
+            spurious = spurious.zip(f.spurious).map(|(a, b)| a + b);
+            for (r, c) in &f.reasons {
                 *reasons.entry(*r).or_insert(0) += c;
             }
-            omega += f.payload_bytes_sent();
-            unique += f.unique_bytes_sent().min(f.payload_bytes_sent());
-            match (f.loss(), loss) {
+            omega += f.payload_bytes_sent;
+            unique += f.unique_bytes_sent.min(f.payload_bytes_sent);
+            match (f.loss, loss) {
                 (None, _) => {}
                 (Some(l), None) => loss = Some((l.method, l.sent, l.counted)),
                 (Some(l), Some((m, s, c))) if l.method == m => {

@@ -9,7 +9,7 @@ use crate::error::MetricsError;
 use crate::flow::FlowAnalysis;
 
 /// The response time of one request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ResponseSample {
     /// The request's message id (forward flow).
     pub request: u64,
