@@ -53,18 +53,7 @@ fn run(
     samples: bool,
     progress: bool,
 ) -> PyResult<(String, Option<PyObject>)> {
-    let parse = |d: Option<String>| -> PyResult<Option<Duration>> {
-        d.map(|t| Duration::parse(&t).map_err(value_error))
-            .transpose()
-    };
-    let options = PlanOptions {
-        seed,
-        duration: parse(duration)?,
-        drain: parse(drain)?,
-        variants,
-        points,
-        repetitions,
-    };
+    let options = plan_options(seed, variants, duration, drain, repetitions, points)?;
     let scenario = Scenario::load(&scenario).map_err(value_error)?;
     let plan = Plan::new(scenario, &options).map_err(value_error)?;
     let run_options = RunOptions {
@@ -138,6 +127,114 @@ fn run(
         }
     };
     Ok((json, columns))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_options(
+    seed: Option<u64>,
+    variants: Option<Vec<String>>,
+    duration: Option<String>,
+    drain: Option<String>,
+    repetitions: Option<u32>,
+    points: Option<Vec<String>>,
+) -> PyResult<PlanOptions> {
+    let parse = |d: Option<String>| -> PyResult<Option<Duration>> {
+        d.map(|t| Duration::parse(&t).map_err(value_error))
+            .transpose()
+    };
+    Ok(PlanOptions {
+        seed,
+        duration: parse(duration)?,
+        drain: parse(drain)?,
+        variants,
+        points,
+        repetitions,
+    })
+}
+
+/// The number of runs the plan of a scenario text has (for sizing shards).
+#[pyfunction]
+#[pyo3(signature = (scenario_toml, scenario_path, seed=None, variants=None, duration=None, drain=None, repetitions=None, points=None))]
+#[allow(clippy::too_many_arguments)]
+fn plan_runs(
+    scenario_toml: &str,
+    scenario_path: PathBuf,
+    seed: Option<u64>,
+    variants: Option<Vec<String>>,
+    duration: Option<String>,
+    drain: Option<String>,
+    repetitions: Option<u32>,
+    points: Option<Vec<String>>,
+) -> PyResult<usize> {
+    let options = plan_options(seed, variants, duration, drain, repetitions, points)?;
+    let plan = thinstream_lab::shard::plan_of(scenario_toml, &scenario_path, &options)
+        .map_err(value_error)?;
+    Ok(plan.runs.len())
+}
+
+/// Runs shard `index` of `count` of the plan of a scenario text (as
+/// `thinstream run --shard index/count`) and writes the shard directory
+/// `out`; returns its manifest.json text.
+#[pyfunction]
+#[pyo3(signature = (scenario_toml, scenario_path, index, count, out, seed=None, variants=None, duration=None, drain=None, repetitions=None, points=None, jobs=None, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn run_shard(
+    py: Python<'_>,
+    scenario_toml: String,
+    scenario_path: PathBuf,
+    index: u32,
+    count: u32,
+    out: PathBuf,
+    seed: Option<u64>,
+    variants: Option<Vec<String>>,
+    duration: Option<String>,
+    drain: Option<String>,
+    repetitions: Option<u32>,
+    points: Option<Vec<String>>,
+    jobs: Option<usize>,
+    progress: bool,
+) -> PyResult<String> {
+    let shard: thinstream_lab::shard::ShardSpec =
+        format!("{index}/{count}").parse().map_err(value_error)?;
+    let options = plan_options(seed, variants, duration, drain, repetitions, points)?;
+    let run_options = RunOptions {
+        jobs: jobs.unwrap_or(1).max(1),
+        progress,
+        pcap_run: None,
+        records_run: None,
+    };
+    let manifest = py
+        .allow_threads(|| {
+            thinstream_lab::shard::run_shard(
+                &scenario_toml,
+                &scenario_path,
+                &options,
+                shard,
+                &run_options,
+                &out,
+            )
+        })
+        .map_err(|e| match e {
+            thinstream_lab::LabError::Run { .. } | thinstream_lab::LabError::Shard(_) => {
+                PyRuntimeError::new_err(e.to_string())
+            }
+            other => value_error(other),
+        })?;
+    serde_json::to_string_pretty(&manifest).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// Merges shard directories (every shard of one plan, any order) as
+/// `thinstream merge` does; returns (results.json text, results.csv text).
+#[pyfunction]
+fn merge(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<(String, String)> {
+    py.allow_threads(|| -> Result<(String, String), String> {
+        let merged = thinstream_lab::shard::merge(&dirs).map_err(|e| e.to_string())?;
+        let results = Results::from_records(&merged.plan, &merged.records, merged.wall_s);
+        let json = results.to_json();
+        let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+        Ok((json, thinstream_lab::tidy::csv(&value)))
+    })
+    .map_err(PyValueError::new_err)
 }
 
 /// The long ("tidy") CSV of a results.json text.
@@ -250,6 +347,9 @@ fn hol_model(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(tidy_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(preset_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(preset, m)?)?;

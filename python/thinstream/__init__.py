@@ -7,6 +7,10 @@ pandas and Arrow, presets, links and the 001 head-of-line model.
     df = r.to_pandas()          # one row per variant x sweep point
     t = r.samples()             # per-message samples, a pyarrow.Table
     r2 = thinstream.load("out/000-fig8-uniform")   # stored results
+    r3 = thinstream.merge(["out/s/shard-0-of-2", "out/s/shard-1-of-2"])
+
+Sweeps on a Ray cluster: `thinstream.ray.run(scenario, ...)` (Ray 2.x; see
+python/README.md).
 
 Runs are deterministic: the same scenario, seed and options give the same
 numbers (results.json's `wall_s` apart).
@@ -24,6 +28,7 @@ __all__ = [
     "Results",
     "run",
     "load",
+    "merge",
     "presets",
     "preset_tokens",
     "preset",
@@ -186,6 +191,32 @@ def load(results_dir: str) -> Results:
         path = os.path.join(path, "results.json")
     with open(path) as f:
         return Results(json.load(f))
+
+
+def merge(shard_dirs: Iterable[str], out: Optional[str] = None) -> Results:
+    """Merge the shard directories of one scenario (`thinstream run --shard
+    i/n`, or thinstream.ray) into the results of one full run, as
+    `thinstream merge` does; with `out`, also write results.json and
+    results.csv there. Raises ValueError for missing, duplicated or
+    mismatched shards."""
+    text, csv = _native.merge([os.fspath(d) for d in shard_dirs])
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "results.json"), "w") as f:
+            f.write(text)
+        with open(os.path.join(out, "results.csv"), "w") as f:
+            f.write(csv)
+    return Results(json.loads(text))
+
+
+def __getattr__(name: str):
+    # `thinstream.ray` is imported on first use: it needs Ray, which the
+    # rest of the package does not.
+    if name == "ray":
+        import importlib
+
+        return importlib.import_module(".ray", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def presets() -> Dict[str, str]:
