@@ -112,9 +112,26 @@ pub(crate) fn execute(
         records_run: args.records.as_ref().map(|_| args.pcap_run),
     };
     let started = wall::now();
-    let outcomes = run_all(&plan, &run_options)?;
+    // Without --pcap/--records nothing needs a run's full analysis after
+    // it is pooled: reduce each run to its record in its worker (the
+    // results are the same; the memory is that of the records).
+    let keep_detail = args.pcap.is_some() || args.records.is_some();
+    let outcomes = if keep_detail {
+        run_all(&plan, &run_options)?
+    } else {
+        Vec::new()
+    };
+    let records = if keep_detail {
+        Vec::new()
+    } else {
+        thinstream_lab::run_records(&plan, &plan.runs, &run_options)?
+    };
     let wall_s = wall::seconds_since(started);
-    let results = Results::build(&plan, &outcomes, wall_s);
+    let results = if keep_detail {
+        Results::build(&plan, &outcomes, wall_s)
+    } else {
+        Results::from_records(&plan, &records, wall_s)
+    };
     print(&thinstream_lab::table::render(&results));
 
     let out_dir = args
@@ -128,7 +145,7 @@ pub(crate) fn execute(
         .with_context(|| format!("cannot write {}", json_path.display()))?;
     print(&format!(
         "\n{} run(s), {:.1} s simulated each, {:.2} s wall; wrote {}\n",
-        outcomes.len(),
+        results.runs,
         results.simulated_s,
         wall_s,
         json_path.display()

@@ -22,6 +22,12 @@
 //! `results.json` back, so the report can be rebuilt without re-running.
 //! [`Detail`] keeps one run's pcap and trace records for a closer look.
 //!
+//! Pooling goes through [`RunRecord`]s ([`record`]: what each run
+//! contributes, per measured flow a `metrics::FlowDigest`), so a sweep can
+//! be split into shards that run anywhere and are merged into the same
+//! `results.json` ([`shard`]: `i/n` slices, Parquet shard directories,
+//! [`shard::merge`]; docs/sharding.md).
+//!
 //! SCTP variants are `thinstream_proto::Config::from_preset` strings, TCP
 //! variants `thinstream_tcp::TcpConfig::from_profile` strings, with
 //! [`scenario::Overrides`] on top; tracing is on for everything but HTTP
