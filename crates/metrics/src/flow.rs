@@ -258,6 +258,14 @@ pub struct RecoveryCounts {
     /// values, nanoseconds: the calculated RTO of 000 Fig. 4.
     pub rto_updates: u64,
     pub rto_nanos: u64,
+    /// Packets that carried a timeout retransmission, and per packet the
+    /// time since the oldest of its timed-out pieces was last transmitted
+    /// (summed and the maximum, nanoseconds): how long the retransmission
+    /// timer actually ran before it fired, restarts included (000 Fig. 4's
+    /// measured RTO).
+    pub rto_measured: u64,
+    pub rto_measured_nanos: u64,
+    pub rto_measured_max_nanos: u64,
     /// Time classified thin and the window it was measured over: from the
     /// first data transmission to the last data transmission or
     /// acknowledgement, whichever is later. `None` without `Thin` records
@@ -463,10 +471,22 @@ impl SenderScan {
                         s.extend_window(*time);
                     }
                     let mut carries_retransmission = false;
+                    let mut timer_waited: Option<Duration> = None;
                     for piece in data {
                         let units = units_ok(piece.units, Side::Sender, i)?;
+                        if piece.reason == TxReason::TimeoutRetransmit {
+                            if let Some(w) = s.since_previous_tx(units, *time) {
+                                timer_waited = Some(timer_waited.map_or(w, |x| x.max(w)));
+                            }
+                        }
                         carries_retransmission |=
                             s.on_piece(*time, units, piece.bytes, piece.reason);
+                    }
+                    if let Some(w) = timer_waited {
+                        let r = &mut s.recovery;
+                        r.rto_measured += 1;
+                        r.rto_measured_nanos = r.rto_measured_nanos.saturating_add(w.as_nanos());
+                        r.rto_measured_max_nanos = r.rto_measured_max_nanos.max(w.as_nanos());
                     }
                     if carries_retransmission {
                         s.counters.retransmission_packets += 1;
@@ -519,6 +539,22 @@ impl SenderScan {
 
     /// One data piece of a sent packet; returns whether it counts as a
     /// retransmission for eq. 5.2.
+    /// How long ago the first unit of `units` was last transmitted (its
+    /// first transmission or the latest retransmitted piece holding it),
+    /// before a piece sent at `time` is recorded; `None` if never sent.
+    fn since_previous_tx(&self, units: Units, time: Instant) -> Option<Duration> {
+        let first = self.first_tx.get(units.start)?.time;
+        // Pieces are in time order: stop at the first transmission.
+        let last = self
+            .retransmitted
+            .iter()
+            .rev()
+            .take_while(|p| p.time >= first)
+            .find(|p| p.units.contains(units.start))
+            .map_or(first, |p| p.time);
+        Some(time.saturating_duration_since(last))
+    }
+
     fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
         *self.reasons.entry(reason).or_insert(0) += 1;
         self.payload_bytes_sent += u64::from(bytes);

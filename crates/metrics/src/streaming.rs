@@ -579,6 +579,10 @@ impl StreamingFlow {
                 .then(|| self.rtt_sample_nanos as f64 / self.rtt_samples as f64 / 1e6),
             rto_mean_ms: (self.rto_updates > 0)
                 .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
+            // When each timed-out piece was last sent is not kept here.
+            rto_measured_count: 0,
+            rto_measured_mean_ms: None,
+            rto_measured_max_ms: None,
         }
     }
 }
