@@ -69,11 +69,13 @@ pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use results::{PointResult, Results, VariantResult};
 pub use runner::{run_all, run_one, Detail, RunOptions, RunOutcome};
-pub use scenario::{Scenario, SweepParameter, SweepPoint, TransportKind};
+pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_grid;
 #[cfg(test)]
 mod tests_recovery;
 #[cfg(test)]

@@ -791,6 +791,7 @@ type GridSeries = Vec<(String, Vec<(f64, f64, Option<f64>)>)>;
 
 fn grid_chart(
     file: &str,
+    title: &str,
     caption: String,
     x_desc: &str,
     y_desc: &str,
@@ -798,9 +799,7 @@ fn grid_chart(
     y_from_zero: bool,
 ) -> Option<Plot> {
     let all = || series.iter().flat_map(|s| s.1.iter());
-    if all().next().is_none() {
-        return None;
-    }
+    all().next()?;
     let (xmin, xmax) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
         (a.min(p.0), b.max(p.0))
     });
@@ -814,10 +813,10 @@ fn grid_chart(
     } else {
         (ybot, nice_max(ytop))
     };
-    draw(file, caption.clone(), |root| {
+    draw(file, caption, |root| {
         let mut chart = chart(
             root,
-            &caption,
+            title,
             (xmin - pad)..(xmax + pad),
             y0..y1,
             (x_desc, y_desc),
@@ -902,6 +901,7 @@ fn grid_plots(results: &Value, vars: &[&Value], latency: &str) -> Vec<Plot> {
         );
         out.extend(grid_chart(
             &format!("grid-p99-{}.svg", file_safe(&name(v))),
+            &format!("{scenario}, {}: 99th percentile", name(v)),
             caption,
             axis_unit(axes[1]),
             "99th percentile, ms",
@@ -985,6 +985,10 @@ fn reduction_plots(results: &Value) -> Vec<Plot> {
         );
         out.extend(grid_chart(
             &format!("mtt-reduction-{}.svg", file_safe(vname)),
+            &format!(
+                "{scenario}: MTT reduction, {vname} vs {}",
+                red["baseline"].as_str().unwrap_or("?")
+            ),
             caption,
             axis_unit(x_axis),
             "average MTT reduction, %",

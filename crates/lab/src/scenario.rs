@@ -917,10 +917,10 @@ impl Scenario {
                                     f.workload = w;
                                 }
                             }
-                            SweepPoint::Flows(n) => {
-                                if f.is_measured() && !f.workload.produces_flows() {
-                                    f.count = n;
-                                }
+                            SweepPoint::Flows(n)
+                                if f.is_measured() && !f.workload.produces_flows() =>
+                            {
+                                f.count = n;
                             }
                             _ => {}
                         }

@@ -200,9 +200,9 @@ fn expansion_and_seeds() {
     assert_eq!(narrowed.runs.len(), 1);
     assert_eq!(
         narrowed.points,
-        vec![SweepPoint::Loss(
+        vec![crate::scenario::GridPoint(vec![SweepPoint::Loss(
             thinstream_base::Probability::new(0.05).unwrap()
-        )]
+        )])]
     );
     assert_eq!(narrowed.seed.0, 99);
     let e = Plan::new(
