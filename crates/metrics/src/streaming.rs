@@ -26,8 +26,10 @@
 //! defined as in [`MessageOutcome`](crate::MessageOutcome). Given the same
 //! records, every counter equals the one `FlowAnalysis` computes from the
 //! sender trace alone (tested), except the spurious estimate beyond the
-//! window and the transmission count of data sent again after it was
-//! acknowledged (SCTP renege, not done by this stack).
+//! window, the transmission count of data sent again after it was
+//! acknowledged (SCTP renege, not done by this stack), and the measured RTO
+//! (`Summary::rto_measured_*`: it needs when each timed-out unit was last
+//! sent; left at 0 / `None`).
 //!
 //! Designed for SCTP (units are TSNs): a message of `n` units costs `5·n`
 //! bytes while open; TCP byte units would cost per byte.
