@@ -183,6 +183,7 @@ impl Rows<'_> {
             "rto_measured_count",
             "rto_measured_mean_ms",
             "rto_measured_max_ms",
+            "rto_at_expiry_mean_ms",
         ] {
             self.push(variant, point, m, "value", &s[m]);
         }

@@ -266,6 +266,12 @@ pub struct RecoveryCounts {
     pub rto_measured: u64,
     pub rto_measured_nanos: u64,
     pub rto_measured_max_nanos: u64,
+    /// Of those packets, the ones with an RTO known when the timer fired
+    /// (the last value set before that instant), and the sum of those
+    /// RTOs, nanoseconds: the calculated RTO the measured one is compared
+    /// with.
+    pub rto_in_force: u64,
+    pub rto_in_force_nanos: u64,
     /// Time classified thin and the window it was measured over: from the
     /// first data transmission to the last data transmission or
     /// acknowledgement, whichever is later. `None` without `Thin` records
@@ -409,6 +415,10 @@ struct SenderScan {
     thin_changes: Vec<(Instant, bool)>,
     /// First data transmission, last data transmission or acknowledgement.
     data_window: Option<(Instant, Instant)>,
+    /// The latest `Rto` record (time, value), and the value in force before
+    /// the instant of that record.
+    rto_now: Option<(Instant, Duration)>,
+    rto_before: Option<Duration>,
 }
 
 impl SenderScan {
@@ -429,6 +439,8 @@ impl SenderScan {
             acked_bytes: Vec::new(),
             recovery: RecoveryCounts::default(),
             thin_changes: Vec::new(),
+            rto_now: None,
+            rto_before: None,
             data_window: None,
         };
         for (i, rec) in records.iter().enumerate() {
@@ -487,6 +499,18 @@ impl SenderScan {
                         r.rto_measured += 1;
                         r.rto_measured_nanos = r.rto_measured_nanos.saturating_add(w.as_nanos());
                         r.rto_measured_max_nanos = r.rto_measured_max_nanos.max(w.as_nanos());
+                        // The RTO in force when the timer fired: the value
+                        // set before this instant (the back-off it triggers
+                        // may be recorded at the same instant).
+                        let in_force = match s.rto_now {
+                            Some((t, v)) if t < *time => Some(v),
+                            _ => s.rto_before,
+                        };
+                        if let Some(v) = in_force {
+                            r.rto_in_force += 1;
+                            r.rto_in_force_nanos =
+                                r.rto_in_force_nanos.saturating_add(v.as_nanos());
+                        }
                     }
                     if carries_retransmission {
                         s.counters.retransmission_packets += 1;
@@ -496,7 +520,13 @@ impl SenderScan {
                     s.on_acked(*time, units_ok(*units, Side::Sender, i)?);
                     s.extend_window(*time);
                 }
-                Record::Rto { rto, .. } => {
+                Record::Rto { rto, time, .. } => {
+                    if let Some((t, v)) = s.rto_now {
+                        if t < *time {
+                            s.rto_before = Some(v);
+                        }
+                    }
+                    s.rto_now = Some((*time, *rto));
                     s.recovery.rto_updates += 1;
                     s.recovery.rto_nanos = s.recovery.rto_nanos.saturating_add(rto.as_nanos());
                 }

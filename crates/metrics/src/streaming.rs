@@ -585,6 +585,7 @@ impl StreamingFlow {
             rto_measured_count: 0,
             rto_measured_mean_ms: None,
             rto_measured_max_ms: None,
+            rto_at_expiry_mean_ms: None,
         }
     }
 }

@@ -152,6 +152,12 @@ pub struct Summary {
     pub rto_measured_mean_ms: Option<f64>,
     #[serde(default)]
     pub rto_measured_max_ms: Option<f64>,
+    /// At those expiries, the mean RTO in force when the timer fired (the
+    /// value set before that instant, back-offs included), ms: the
+    /// calculated counterpart of `rto_measured_mean_ms` (a timer armed
+    /// before a later RTT sample changed the RTO runs with the older value).
+    #[serde(default)]
+    pub rto_at_expiry_mean_ms: Option<f64>,
 }
 
 impl Summary {
@@ -196,6 +202,7 @@ impl Summary {
         let mut undelivered_known = !flows.is_empty();
         let (mut rtt_nanos, mut rto_updates, mut rto_nanos) = (0u64, 0u64, 0u64);
         let (mut fired, mut fired_nanos, mut fired_max) = (0u64, 0u64, 0u64);
+        let (mut in_force, mut in_force_nanos) = (0u64, 0u64);
         for f in &flows {
             if f.has_receiver_trace() {
                 let end = f.span().map(|(_, e)| e);
@@ -215,6 +222,8 @@ impl Summary {
             fired += rc.rto_measured;
             fired_nanos = fired_nanos.saturating_add(rc.rto_measured_nanos);
             fired_max = fired_max.max(rc.rto_measured_max_nanos);
+            in_force += rc.rto_in_force;
+            in_force_nanos = in_force_nanos.saturating_add(rc.rto_in_force_nanos);
             redundant += rc.redundant_bytes;
             rtt_samples += rc.rtt_samples;
             data_rtt_samples += rc.data_rtt_samples;
@@ -335,6 +344,8 @@ impl Summary {
             rto_measured_count: fired,
             rto_measured_mean_ms: (fired > 0).then(|| fired_nanos as f64 / fired as f64 / 1e6),
             rto_measured_max_ms: (fired > 0).then(|| fired_max as f64 / 1e6),
+            rto_at_expiry_mean_ms: (in_force > 0)
+                .then(|| in_force_nanos as f64 / in_force as f64 / 1e6),
             messages,
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,

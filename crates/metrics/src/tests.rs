@@ -688,7 +688,7 @@ fn summary_json_is_exact_and_deterministic() {
         r#""thin_share":null,"thin_transitions":0,"undelivered":0,"#,
         r#""undelivered_waited_max_ms":null,"undelivered_waited_p50_ms":null,"#,
         r#""rtt_sample_mean_ms":null,"rto_mean_ms":null,"rto_measured_count":0,"#,
-        r#""rto_measured_mean_ms":null,"rto_measured_max_ms":null}"#
+        r#""rto_measured_mean_ms":null,"rto_measured_max_ms":null,"rto_at_expiry_mean_ms":null}"#
     );
     assert_eq!(json, expected);
     // A second, independent analysis of the same records gives the same bytes.
@@ -1084,10 +1084,21 @@ fn measured_rto_is_the_time_since_the_last_transmission() {
     let sender = vec![
         submit(0, 0, 0, (0, 1), 100),
         sent(0, &[(0, 1, 100, n)]),
+        Record::Rto {
+            time: Instant::ZERO + Duration::from_millis(50),
+            rto: Duration::from_millis(300),
+            srtt: None,
+        },
         submit(100, 1, 0, (1, 2), 100),
         sent(100, &[(1, 2, 100, n)]),
         // The timer restarted at 100 ms: 0 waited 400 ms, 1 waited 300 ms.
         sent(400, &[(0, 1, 100, t), (1, 2, 100, t)]),
+        // The back-off recorded at the expiry's instant: 300 ms was in force.
+        Record::Rto {
+            time: Instant::ZERO + Duration::from_millis(400),
+            rto: Duration::from_millis(600),
+            srtt: None,
+        },
         // Backed off: 800 ms after the previous copy.
         sent(1200, &[(0, 1, 100, t)]),
         sent(1300, &[(1, 2, 100, TxReason::FastRetransmit)]),
@@ -1103,4 +1114,6 @@ fn measured_rto_is_the_time_since_the_last_transmission() {
     let mean = sum.rto_measured_mean_ms.unwrap();
     assert!((mean - 1400.0 / 3.0).abs() < 1e-9, "{mean}");
     assert_eq!(sum.t3_expiries, 4);
+    // In force at 400 ms: 300; at 1200 and 1500 ms: 600.
+    assert_eq!(sum.rto_at_expiry_mean_ms, Some(500.0));
 }

@@ -245,13 +245,15 @@ fn compare(seed: u64, n: u64, loss: f64, chunk: usize) {
         (
             mine.rto_measured_count,
             mine.rto_measured_mean_ms,
-            mine.rto_measured_max_ms
+            mine.rto_measured_max_ms,
+            mine.rto_at_expiry_mean_ms
         ),
-        (0, None, None)
+        (0, None, None, None)
     );
     full.rto_measured_count = 0;
     full.rto_measured_mean_ms = None;
     full.rto_measured_max_ms = None;
+    full.rto_at_expiry_mean_ms = None;
     assert_eq!(mine, full);
 }
 
