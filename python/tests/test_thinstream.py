@@ -91,3 +91,24 @@ def test_presets_links_and_model():
     assert tcp["response_time_ms"] > 0
     with pytest.raises(ValueError):
         thinstream.hol_model(2.0)
+
+
+GRID = os.path.join(ROOT, "scenarios", "seeds", "003-grid-exp-4.toml")
+
+
+def test_grid_sweep_has_a_column_per_axis_and_reductions_per_cell():
+    points = ["500kbit/5ms/9", "500kbit/5ms/12", "2000kbit/25ms/9", "2000kbit/25ms/12"]
+    r = thinstream.run(GRID, repetitions=3, points=points, jobs=2)
+    assert r.data["schema_version"] == 5
+    assert [a["parameter"] for a in r.data["sweep"]["axes"]] == ["rate", "delay", "drop-data-packet"]
+    df = r.to_pandas()
+    assert len(df) == len(r.variants) * 4
+    assert set(df["point"]) == set(points)
+    row = df[df["point"] == "2000kbit/25ms/12"].iloc[0]
+    assert (row["rate"], row["delay"], row["drop-data-packet"]) == ("2000kbit", "25ms", "12")
+    red = r.reductions()
+    cells = red[red["cell"] != "all"]
+    assert set(cells["cell"]) == {"500kbit/5ms", "2000kbit/25ms"}
+    assert (cells["positions"] == 2).all()
+    assert cells["ci95"].notna().all(), "three repetitions give an interval"
+    assert set(cells["rate"]) == {"500kbit", "2000kbit"}

@@ -79,8 +79,12 @@ class Results:
 
     def rows(self) -> List[Dict[str, Any]]:
         """One flat dict per variant x sweep point (point "all" when the
-        scenario has no sweep, or for a variant's pooled numbers)."""
+        scenario has no sweep, or for a variant's pooled numbers); with a
+        sweep, one column per axis (named by its parameter, e.g. "rate",
+        "delay") holds the point's value on that axis."""
         out: List[Dict[str, Any]] = []
+        sweep = self.data.get("sweep") or {}
+        axes = [a["parameter"] for a in sweep.get("axes") or []]
         for v in self.data["variants"]:
             base = {
                 "scenario": self.data["scenario"],
@@ -93,6 +97,10 @@ class Results:
             if points:
                 for p in points:
                     row = dict(base, point=p["value"])
+                    # One column per sweep axis with the point's value on it
+                    # (a sweep with several axes joins them in `point`).
+                    for name, value in zip(axes, p.get("coords") or []):
+                        row[name] = value
                     row.update(_flatten_summary(p.get("summary") or {}))
                     for k in ("mtt_median_ms", "mtt_mean_ms", "mtt_ci95_ms"):
                         if p.get(k) is not None:
@@ -110,6 +118,29 @@ class Results:
         import pandas as pd
 
         return pd.DataFrame(self.rows())
+
+    def reductions(self):
+        """MTT reductions of drop-position sweeps against the baseline as a
+        DataFrame: one row per variant for the whole sweep (cell "all") and
+        one per cell of a grid (the other axes' values, one column per
+        axis), with `mean` (averaged over positions), `ci95` (95%
+        half-width over repetitions; mean statistic only) and `positions`."""
+        import pandas as pd
+
+        sweep = self.data.get("sweep") or {}
+        axes = [a["parameter"] for a in sweep.get("axes") or [] if a["parameter"] != "drop-data-packet"]
+        rows = []
+        for variant, red in (self.data.get("mtt_reduction") or {}).items():
+            base = {"variant": variant, "baseline": red.get("baseline")}
+            rows.append(dict(base, cell="all", mean=red.get("mean"), ci95=red.get("ci95"),
+                             positions=sum(x is not None for x in red.get("per_point") or [])))
+            for c in red.get("cells") or []:
+                row = dict(base, cell=c["cell"], mean=c.get("mean"), ci95=c.get("ci95"),
+                           positions=c.get("positions"))
+                for name, value in zip(axes, c.get("coords") or []):
+                    row[name] = value
+                rows.append(row)
+        return pd.DataFrame(rows)
 
     def tidy(self):
         """The long-format table of results.csv (scenario, variant, point,

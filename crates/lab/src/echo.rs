@@ -184,7 +184,7 @@ pub fn predict(
     scenario: &Scenario,
     config: &TransportConfig,
     variant: &VariantSpec,
-    point: Option<SweepPoint>,
+    point: &[SweepPoint],
 ) -> Option<ModelResult> {
     let variant_unordered = variant.unordered;
     let flows = scenario.flows_at(variant, point);
@@ -206,18 +206,22 @@ pub fn predict(
     let reverse = reverse.as_ref().unwrap_or(forward);
     // A sweep point replaces the loss model or the delay of both
     // directions (`runner::build_topology`); the model follows it.
-    let (p, rtt): (Probability, Duration) = match point {
-        Some(SweepPoint::Loss(q)) => (q, forward.0.delay + reverse.0.delay),
-        Some(SweepPoint::Delay(d)) => match forward.0.loss {
-            Some(LossModel::Bernoulli { p }) => (p, d + d),
-            _ => return None,
-        },
-        Some(SweepPoint::DropDataPacket(_)) => return None,
-        Some(SweepPoint::Iat(_) | SweepPoint::Flows(_)) | None => match forward.0.loss {
-            Some(LossModel::Bernoulli { p }) => (p, forward.0.delay + reverse.0.delay),
-            _ => return None,
-        },
+    let mut p = match forward.0.loss {
+        Some(LossModel::Bernoulli { p }) => Some(p),
+        _ => None,
     };
+    let mut rtt = forward.0.delay + reverse.0.delay;
+    for x in point {
+        match *x {
+            SweepPoint::Loss(q) => p = Some(q),
+            SweepPoint::Delay(d) => rtt = d + d,
+            SweepPoint::DropDataPacket(_) => return None,
+            // The model has no serialisation time.
+            SweepPoint::Iat(_) | SweepPoint::Flows(_) | SweepPoint::Rate(_) => {}
+        }
+    }
+    let p: Probability = p?;
+    let rtt: Duration = rtt;
     let (scheme, rto) = match config {
         TransportConfig::Sctp(c) if *unordered || variant_unordered => {
             (Scheme::SctpUnordered, c.rto_min)

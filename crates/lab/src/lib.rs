@@ -78,11 +78,13 @@ pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use record::RunRecord;
 pub use results::{PointResult, Results, VariantResult};
 pub use runner::{run_all, run_one, run_records, Detail, RunOptions, RunOutcome};
-pub use scenario::{Scenario, SweepParameter, SweepPoint, TransportKind};
+pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_grid;
 #[cfg(test)]
 mod tests_recovery;
 #[cfg(test)]

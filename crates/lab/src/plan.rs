@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use thinstream_base::{Duration, Seed};
 
 use crate::error::LabError;
-use crate::scenario::{PeerKind, Scenario, SweepPoint, TransportKind, VariantSpec};
+use crate::scenario::{GridPoint, PeerKind, Scenario, TransportKind, VariantSpec};
 use crate::transport::{self, PresetIssue, TransportConfig};
 
 /// Most simulated time per run (duration + drain).
@@ -34,7 +34,8 @@ pub struct PlanOptions {
     pub drain: Option<Duration>,
     /// Only these variants (by name), in scenario order.
     pub variants: Option<Vec<String>>,
-    /// Only these sweep points (by label, e.g. `"12"`, `"5%"`).
+    /// Only these sweep points (by label, e.g. `"12"`, `"5%"`, or
+    /// `"500kbit/5ms/9"` for a point of a sweep with several axes).
     pub points: Option<Vec<String>>,
     /// Replaces the repetition count.
     pub repetitions: Option<u32>,
@@ -73,8 +74,8 @@ pub struct Plan {
     pub drain: Duration,
     pub repetitions: u32,
     pub variants: Vec<PlannedVariant>,
-    /// Sweep points (empty without a sweep).
-    pub points: Vec<SweepPoint>,
+    /// Sweep points (empty without a sweep), each with one value per axis.
+    pub points: Vec<GridPoint>,
     /// Fixed-preset configuration of each `[[flows]]` entry (`None`: the variant's).
     pub fixed: Vec<Option<TransportConfig>>,
     /// Runs of available variants, in index order.
@@ -412,11 +413,11 @@ impl Plan {
             let _ = writeln!(
                 out,
                 "  sweep {} over {} point(s): {}",
-                sw.parameter.name(),
+                sw.name(),
                 self.points.len(),
                 self.points
                     .iter()
-                    .map(SweepPoint::label)
+                    .map(GridPoint::label)
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -431,7 +432,7 @@ impl Plan {
                 match r.point {
                     Some(p) => format!(
                         ", {} {}",
-                        s.sweep.as_ref().map_or("", |sw| sw.parameter.name()),
+                        s.sweep.as_ref().map_or(String::new(), |sw| sw.name()),
                         self.points[p].label()
                     ),
                     None => String::new(),

@@ -185,6 +185,7 @@ pub fn plots(results: &Value) -> Vec<Plot> {
     if vars.is_empty() {
         return out;
     }
+    let ccdf_log = results["plots"]["ccdf_log"].as_bool() == Some(true);
     // Latency per retransmission number: the main kind, then `also` kinds.
     let main: Vec<(String, &Value)> = vars
         .iter()
@@ -260,6 +261,14 @@ pub fn plots(results: &Value) -> Vec<Plot> {
             &series,
             true,
         ));
+        if ccdf_log {
+            out.extend(ccdf_plot(
+                &format!("{prefix}latency-ccdf.svg"),
+                &format!("{scenario}: CCDF of {title} (log scale)"),
+                &label,
+                &series,
+            ));
+        }
     }
     // Echo response times (001 Fig. 6 plots the complementary CDF at
     // p = 1%); a sweep's are per point and not pooled here.
@@ -269,6 +278,14 @@ pub fn plots(results: &Value) -> Vec<Plot> {
             .map(|v| (name(v), cdf_points(&v["responses"]["response_cdf_ms"])))
             .filter(|(_, p)| !p.is_empty())
             .collect();
+        if !series.is_empty() && ccdf_log {
+            out.extend(ccdf_plot(
+                "response-ccdf.svg",
+                &format!("{scenario}: CCDF of the response time (log scale)"),
+                "response time (request sent -> echo delivered), ms",
+                &series,
+            ));
+        }
         if !series.is_empty() {
             out.extend(cdf_plot(
                 "response-cdf-tail.svg",
@@ -280,6 +297,8 @@ pub fn plots(results: &Value) -> Vec<Plot> {
         }
     }
     out.extend(points_plot(results, &vars, &latency_name(kind, owd)));
+    out.extend(grid_plots(results, &vars, &latency_name(kind, owd)));
+    out.extend(reduction_plots(results));
     out.extend(mtt_plot(results, &vars));
     out.extend(model_plot(results, &vars));
     out.extend(throughput_plot(results, &vars));
@@ -476,7 +495,15 @@ fn cdf_plot(
     })
 }
 
+/// Axes of the stored sweep (0 without one).
+fn axis_count(results: &Value) -> usize {
+    results["sweep"]["axes"].as_array().map_or(0, Vec::len)
+}
+
 fn mtt_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
+    if axis_count(results) > 1 {
+        return None;
+    }
     let sweep = results["sweep"].as_object()?;
     if sweep.get("parameter")?.as_str()? != "drop-data-packet" {
         return None;
@@ -556,6 +583,9 @@ fn model_plot(results: &Value, vars: &[&Value]) -> Option<Plot> {
     // A delay sweep changes the RTT, not the loss: one curve against loss
     // does not describe it.
     let sweep = results["sweep"]["parameter"].as_str();
+    if axis_count(results) > 1 {
+        return None;
+    }
     if sweep == Some("iat") {
         return load_plot(results, vars);
     }
@@ -645,6 +675,13 @@ fn point_number(label: &str) -> Option<f64> {
     if let Some(x) = l.strip_suffix('%') {
         return x.parse().ok();
     }
+    // Rates in kbit/s.
+    if let Some(x) = l.strip_suffix("kbit") {
+        return x.parse().ok();
+    }
+    if let Some(x) = l.strip_suffix("bit") {
+        return x.parse::<f64>().ok().map(|b| b / 1000.0);
+    }
     for (unit, ms) in [
         ("us", 0.001),
         ("ms", 1.0),
@@ -668,7 +705,7 @@ fn point_number(label: &str) -> Option<f64> {
 fn points_plot(results: &Value, vars: &[&Value], latency: &str) -> Option<Plot> {
     let scenario = results["scenario"].as_str().unwrap_or("");
     let parameter = results["sweep"]["parameter"].as_str()?;
-    if parameter == "drop-data-packet" {
+    if parameter == "drop-data-packet" || axis_count(results) > 1 {
         return None;
     }
     let goodput = vars.iter().any(|v| {
@@ -702,12 +739,7 @@ fn points_plot(results: &Value, vars: &[&Value], latency: &str) -> Option<Plot> 
     if series.is_empty() {
         return None;
     }
-    let unit = match parameter {
-        "loss" => "loss rate, %",
-        "delay" => "one-way delay, ms",
-        "iat" => "(mean) interval between messages, ms",
-        _ => parameter,
-    };
+    let unit = axis_unit(parameter);
     let (file, what, y_desc) = if goodput {
         (
             "goodput-per-point.svg",
@@ -737,6 +769,300 @@ fn points_plot(results: &Value, vars: &[&Value], latency: &str) -> Option<Plot> 
                 .map_err(err)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, 12)
+    })
+}
+
+/// The x-axis title of a sweep parameter.
+fn axis_unit(parameter: &str) -> &str {
+    match parameter {
+        "loss" => "loss rate, %",
+        "delay" => "one-way delay, ms",
+        "iat" => "(mean) interval between messages, ms",
+        "rate" => "bottleneck rate, kbit/s",
+        "flows" => "flows",
+        "drop-data-packet" => "position of the dropped data packet",
+        _ => parameter,
+    }
+}
+
+/// A line per value of the first axis against the last: `(label, [(x, y,
+/// error half-width)])`, and the draw. Shared by the grid plots.
+type GridSeries = Vec<(String, Vec<(f64, f64, Option<f64>)>)>;
+
+fn grid_chart(
+    file: &str,
+    title: &str,
+    caption: String,
+    x_desc: &str,
+    y_desc: &str,
+    series: &GridSeries,
+    y_from_zero: bool,
+) -> Option<Plot> {
+    let all = || series.iter().flat_map(|s| s.1.iter());
+    all().next()?;
+    let (xmin, xmax) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+        (a.min(p.0), b.max(p.0))
+    });
+    let pad = ((xmax - xmin) * 0.05).max(0.5);
+    let ytop = all().map(|p| p.1 + p.2.unwrap_or(0.0)).fold(0.0, f64::max);
+    let ybot = all()
+        .map(|p| p.1 - p.2.unwrap_or(0.0))
+        .fold(0.0f64, f64::min);
+    let (y0, y1) = if y_from_zero {
+        (ybot.min(0.0) * 1.08, nice_max(ytop))
+    } else {
+        (ybot, nice_max(ytop))
+    };
+    draw(file, caption, |root| {
+        let mut chart = chart(
+            root,
+            title,
+            (xmin - pad)..(xmax + pad),
+            y0..y1,
+            (x_desc, y_desc),
+        )?;
+        for (i, (n, pts)) in series.iter().enumerate() {
+            let c = color(i);
+            let mut pts = pts.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            line(&mut chart, pts.iter().map(|p| (p.0, p.1)), c, 2, n.clone())?;
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, c.filled())))
+                .map_err(err)?;
+            // Error bars with caps.
+            let w = (xmax - xmin).max(1.0) * 0.008;
+            chart
+                .draw_series(pts.iter().filter_map(|p| {
+                    let h = p.2?;
+                    Some(PathElement::new(
+                        vec![(p.0, p.1 - h), (p.0, p.1 + h)],
+                        c.stroke_width(1),
+                    ))
+                }))
+                .map_err(err)?;
+            for sign in [-1.0, 1.0] {
+                chart
+                    .draw_series(pts.iter().filter_map(|p| {
+                        let y = p.1 + sign * p.2?;
+                        Some(PathElement::new(
+                            vec![(p.0 - w, y), (p.0 + w, y)],
+                            c.stroke_width(1),
+                        ))
+                    }))
+                    .map_err(err)?;
+            }
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 12)
+    })
+}
+
+/// Sweeps with two axes and no drop position (002 Table 5.1's RTT × IAT
+/// matrix): per variant, the main latency's 99th percentile against the
+/// second axis, one line per value of the first.
+fn grid_plots(results: &Value, vars: &[&Value], latency: &str) -> Vec<Plot> {
+    let axes: Vec<&str> = results["sweep"]["axes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["parameter"].as_str())
+        .collect();
+    if axes.len() != 2 || axes.contains(&"drop-data-packet") {
+        return Vec::new();
+    }
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let mut out = Vec::new();
+    for v in vars {
+        let mut series: GridSeries = Vec::new();
+        for p in v["points"].as_array().into_iter().flatten() {
+            let coords: Vec<&str> = p["coords"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let (Some(outer), Some(x)) = (coords.first(), coords.get(1)) else {
+                continue;
+            };
+            let (Some(x), Some(y)) = (point_number(x), p["summary"]["latency_ms"]["p99"].as_f64())
+            else {
+                continue;
+            };
+            let label = format!("{} {outer}", axes[0]);
+            match series.iter_mut().find(|s| s.0 == label) {
+                Some(s) => s.1.push((x, y, None)),
+                None => series.push((label, vec![(x, y, None)])),
+            }
+        }
+        let caption = format!(
+            "{scenario}, {}: 99th percentile of {latency} per {} and {}",
+            name(v),
+            axes[0],
+            axes[1]
+        );
+        out.extend(grid_chart(
+            &format!("grid-p99-{}.svg", file_safe(&name(v))),
+            &format!("{scenario}, {}: 99th percentile", name(v)),
+            caption,
+            axis_unit(axes[1]),
+            "99th percentile, ms",
+            &series,
+            true,
+        ));
+    }
+    out
+}
+
+/// A variant name usable in a file name.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Drop-position sweeps inside a grid (003 Figs. 3, 5, 7, 8, 10, 11): per
+/// variant against the baseline, the average MTT reduction against the last
+/// other axis (delay), one line per value of the first (bandwidth), with
+/// 95% confidence intervals over repetitions when there are any.
+fn reduction_plots(results: &Value) -> Vec<Plot> {
+    let scenario = results["scenario"].as_str().unwrap_or("");
+    let mut out = Vec::new();
+    let with_ci = results["mtt_statistic"].as_str() == Some("mean");
+    for (vname, red) in results["mtt_reduction"].as_object().into_iter().flatten() {
+        let cells = red["cells"].as_array().into_iter().flatten();
+        let mut series: GridSeries = Vec::new();
+        for c in cells {
+            let coords: Vec<&str> = c["coords"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let Some(x) = coords.last().and_then(|x| point_number(x)) else {
+                continue;
+            };
+            let (y, h) = (
+                c["mean"].as_f64(),
+                if with_ci { c["ci95"].as_f64() } else { None },
+            );
+            let Some(y) = y else { continue };
+            let label = if coords.len() > 1 {
+                coords[..coords.len() - 1].join("/")
+            } else {
+                String::from("all")
+            };
+            let point = (x, y * 100.0, h.map(|h| h * 100.0));
+            match series.iter_mut().find(|s| s.0 == label) {
+                Some(s) => s.1.push(point),
+                None => series.push((label, vec![point])),
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let axes: Vec<&str> = results["sweep"]["axes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["parameter"].as_str())
+            .filter(|p| *p != "drop-data-packet")
+            .collect();
+        let x_axis = axes.last().copied().unwrap_or("");
+        let stat = if with_ci {
+            "MTT mean over repetitions, reduction averaged over positions, 95% confidence interval (jackknife over repetitions)"
+        } else {
+            "MTT median over repetitions, reduction averaged over positions"
+        };
+        let caption = format!(
+            "{scenario}: average MTT reduction of {vname} vs {} per {} ({stat})",
+            red["baseline"].as_str().unwrap_or("?"),
+            axes.join(" and ")
+        );
+        out.extend(grid_chart(
+            &format!("mtt-reduction-{}.svg", file_safe(vname)),
+            &format!(
+                "{scenario}: MTT reduction, {vname} vs {}",
+                red["baseline"].as_str().unwrap_or("?")
+            ),
+            caption,
+            axis_unit(x_axis),
+            "average MTT reduction, %",
+            &series,
+            true,
+        ));
+    }
+    out
+}
+
+/// Complementary CDFs, `P(X > x)`, on a log y axis from 1 to 10⁻⁴ (001
+/// Fig. 6): each stored quantile `q` at `ms` is the point `(ms, 1 − q)`.
+fn ccdf_plot(
+    file: &str,
+    caption: &str,
+    x_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Option<Plot> {
+    const FLOOR: f64 = -4.0;
+    let lines: Vec<(String, Vec<(f64, f64)>)> = series
+        .iter()
+        .map(|(n, p)| {
+            let pts: Vec<(f64, f64)> = p
+                .iter()
+                .filter(|(_, q)| 1.0 - q > 1e-9)
+                .map(|(x, q)| (*x, (1.0 - q).log10().max(FLOOR)))
+                .collect();
+            (n.clone(), pts)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let xmax = nice_max(
+        lines
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|x| x.0))
+            .fold(0.0, f64::max),
+    );
+    let caption_full =
+        format!("{caption} (y: P(X > x), log scale, down to the 99.99th percentile)");
+    draw(file, caption_full, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(caption, (FONT, 17))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0.0..xmax, FLOOR..0.0)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("P(X > x)")
+            .x_label_formatter(&tick)
+            .y_labels(5)
+            .y_label_formatter(&|y| {
+                let e = y.round() as i32;
+                if (y - f64::from(e)).abs() > 1e-6 {
+                    String::new()
+                } else if e == 0 {
+                    "1".into()
+                } else {
+                    format!("1e{e}")
+                }
+            })
+            .max_light_lines(2)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for (i, (n, p)) in lines.iter().enumerate() {
+            line(&mut chart, p.iter().copied(), color(i), 2, n.clone())?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight, 13)
     })
 }
 

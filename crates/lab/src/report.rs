@@ -292,7 +292,13 @@ pub fn scenario_section(sec: &Section) -> String {
             .variants
             .iter()
             .any(|v| v.points.iter().any(|p| p.mtt_ms_compared.is_some()));
-        if mtt {
+        let cells = r
+            .mtt_reduction
+            .as_ref()
+            .is_some_and(|red| red.values().any(|x| !x.cells.is_empty()));
+        if mtt && cells {
+            out.push_str(&cells_markdown(r));
+        } else if mtt {
             let avail: Vec<_> = r.variants.iter().filter(|v| v.available).collect();
             let _ = writeln!(
                 out,
@@ -454,6 +460,75 @@ fn recovery_row(name: &str, point: &str, s: &Summary) -> String {
     )
 }
 
+/// The MTT reduction per cell of a grid (the axes other than the drop
+/// position), every variant against the baseline: the mean over the
+/// cell's positions (what the compare rows use), and the mean over
+/// repetitions with its 95% confidence half-width.
+fn cells_markdown(r: &Results) -> String {
+    let Some(red) = &r.mtt_reduction else {
+        return String::new();
+    };
+    let Some(sw) = &r.sweep else {
+        return String::new();
+    };
+    let axes: Vec<&str> = sw
+        .axes
+        .iter()
+        .map(|a| a.parameter.as_str())
+        .filter(|p| *p != "drop-data-packet")
+        .collect();
+    let mut out = format!(
+        "Average MTT reduction per {} (MTT: {} over repetitions per position; reduction averaged over the positions; ± the 95% confidence half-width over repetitions, jackknife, for means), %:\n\n| {} |",
+        axes.join(" × "),
+        r.mtt_statistic.name(),
+        axes.join(" / ")
+    );
+    for (name, x) in red {
+        let _ = write!(out, " {name} vs {} | ± 95% CI |", x.baseline);
+    }
+    out.push('\n');
+    out.push_str(&"|---".repeat(1 + 2 * red.len()));
+    out.push_str("|\n");
+    let mut order: Vec<&str> = Vec::new();
+    for x in red.values() {
+        for c in &x.cells {
+            if !order.contains(&c.cell.as_str()) {
+                order.push(&c.cell);
+            }
+        }
+    }
+    for c in order {
+        let _ = write!(out, "| {c} |");
+        for x in red.values() {
+            match x.cells.iter().find(|y| y.cell == c) {
+                Some(y) => {
+                    let _ = write!(
+                        out,
+                        " {} | {} |",
+                        cell(y.mean.map(|m| m * 100.0), 1),
+                        cell(y.ci95.map(|m| m * 100.0), 1)
+                    );
+                }
+                None => out.push_str(" - | - |"),
+            }
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    for (name, x) in red {
+        let _ = writeln!(
+            out,
+            "- {name} vs {}: over all cells {}% (cells from {}% to {}%)",
+            x.baseline,
+            cell(x.mean.map(|m| m * 100.0), 1),
+            cell(x.cell_min.map(|m| m * 100.0), 1),
+            cell(x.cell_max.map(|m| m * 100.0), 1)
+        );
+    }
+    out.push('\n');
+    out
+}
+
 /// The recovery table (issue recovery): per variant, and per sweep point
 /// if the scenario has a sweep, latency tail, spurious retransmissions
 /// other than redundant copies by cause, T3 expiries with the spurious
@@ -463,7 +538,10 @@ pub fn recovery_table(r: &Results) -> String {
     let mut rows = String::new();
     for v in &r.variants {
         let Some(s) = &v.summary else { continue };
-        if r.sweep.is_some() && !v.points.is_empty() {
+        // Per point for one-axis sweeps; a grid's hundreds of points are
+        // pooled per variant (results.csv has them per point).
+        let one_axis = r.sweep.as_ref().is_some_and(|s| s.axes.len() <= 1);
+        if one_axis && !v.points.is_empty() {
             for p in &v.points {
                 rows.push_str(&recovery_row(&v.name, &p.value, &p.summary));
             }
@@ -478,6 +556,7 @@ pub fn recovery_table(r: &Results) -> String {
         "Recovery{} ({}; spurious = retransmissions of data that had already arrived, redundant RDB copies left out, in % of messages; T3 = timeout retransmissions, one per expiry, with the spurious ones in brackets; `tohd` split into retransmissions / redundant copies, %; RTT samples on data (all); share of the sending time classified thin, % (verdict changes)):\n\n",
         r.sweep
             .as_ref()
+            .filter(|s| s.axes.len() <= 1)
             .map(|s| format!(" per {}", s.parameter))
             .unwrap_or_default(),
         crate::plots::latency_label(&r.latency, &r.owd)

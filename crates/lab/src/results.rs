@@ -38,7 +38,7 @@ use thinstream_metrics::{
 use crate::plan::Plan;
 use crate::record::RunRecord;
 use crate::runner::RunOutcome;
-use crate::scenario::{MttStatistic, Overrides, SweepParameter};
+use crate::scenario::{GridPoint, MttStatistic, Overrides, PlotOptions, SweepParameter};
 
 /// Version of the `results.json` shape; bumped when fields are added or
 /// change meaning. 2: `schema_version` itself, `latency_cdf_ms` per variant
@@ -49,8 +49,15 @@ use crate::scenario::{MttStatistic, Overrides, SweepParameter};
 /// `thin_transitions`) per variant and point, `worst_path` per variant and
 /// point. 4: per sweep point `also`, `retransmission_causes`,
 /// `responses`, `model` and `throughput` (a sweep's variant-level `model` is gone: the
-/// model applies per point).
-pub const SCHEMA_VERSION: u32 = 4;
+/// model applies per point). 5: sweeps with several axes: `sweep.axes`
+/// (each axis's parameter and values), `coords` per point (its value on
+/// each axis), `sweep.parameter` names every axis (`"rate x delay"`);
+/// `mtt_reduction` per variant adds `ci95` (jackknife over repetitions)
+/// and, when the drop position is one axis among others,
+/// `cells` (the reduction per combination of the other axes) with
+/// `cell_max` and `cell_min`; per variant and point `rto_measured_*`
+/// (`metrics::Summary`); `plots` (the scenario's `[plots]` options).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The quantiles stored as `latency_cdf_ms` (fixed, so CDFs of different
 /// runs and variants line up).
@@ -134,11 +141,24 @@ pub struct Results {
     pub mtt_reduction: Option<BTreeMap<String, Reduction>>,
     /// `"median"` or `"mean"`: the MTT statistic of `mtt_ms_compared`.
     pub mtt_statistic: MttStatistic,
+    /// The scenario's `[plots]` options (how the report draws these results).
+    #[serde(default)]
+    pub plots: PlotOptions,
     pub reference: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepInfo {
+    /// The parameter of a one-axis sweep, or every axis's joined by ` x `.
+    pub parameter: String,
+    /// The points' labels (`coords` joined by `/` with several axes).
+    pub values: Vec<String>,
+    /// Each axis: its parameter and values, first axis outermost.
+    pub axes: Vec<AxisInfo>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AxisInfo {
     pub parameter: String,
     pub values: Vec<String>,
 }
@@ -253,6 +273,8 @@ pub struct OtherLatency {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PointResult {
     pub value: String,
+    /// The point's value on each axis (one entry for a one-axis sweep).
+    pub coords: Vec<String>,
     pub summary: Summary,
     /// `drop-data-packet`: MTT of the message hit, per repetition (`null`
     /// if the run had fewer data packets or the message was not delivered).
@@ -305,9 +327,96 @@ impl PointResult {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Reduction {
     pub baseline: String,
-    /// Mean over the points where both medians exist.
+    /// Mean over the points where both compared MTTs exist.
     pub mean: Option<f64>,
     pub per_point: Vec<Option<f64>>,
+    /// Half-width of a 95% confidence interval of `mean` over the
+    /// repetitions (jackknife: `mean` recomputed with each repetition left
+    /// out, Student's t with n − 1 degrees of freedom); `[metrics] mtt =
+    /// "mean"` with two or more repetitions only (003 §4.2-4.3's intervals
+    /// over 40 replications).
+    pub ci95: Option<f64>,
+    /// The drop position is one axis among others: the reduction per
+    /// combination of the other axes' values (003 Figs. 3, 5, 7, 8, 10, 11).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellReduction>,
+    /// The largest and smallest `mean` over `cells`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_min: Option<f64>,
+}
+
+/// [`Reduction`] over the drop positions of one combination of the other
+/// axes' values.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CellReduction {
+    /// The other axes' values joined by `/` (`2000kbit/5ms`).
+    pub cell: String,
+    pub coords: Vec<String>,
+    /// Mean over the cell's positions of the per-point reduction.
+    pub mean: Option<f64>,
+    /// Positions where both compared MTTs exist.
+    pub positions: usize,
+    /// As [`Reduction::ci95`], for this cell.
+    pub ci95: Option<f64>,
+}
+
+/// Mean of the known values.
+fn mean_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let known: Vec<f64> = values.flatten().collect();
+    (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
+}
+
+/// Mean of the known values of `xs`, leaving out index `skip`.
+fn mean_without(xs: &[Option<f64>], skip: Option<usize>) -> Option<f64> {
+    mean_of(
+        xs.iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(_, x)| *x),
+    )
+}
+
+/// Reduction statistics over the points `idx` of a baseline and a variant:
+/// (mean of the per-point reductions, positions where both are known, and
+/// for the `mean` statistic the 95% half-width of that mean over the
+/// repetitions by the jackknife).
+fn reduction_over(
+    idx: &[usize],
+    base: &[PointResult],
+    var: &[PointResult],
+    per_point: &[Option<f64>],
+    statistic: MttStatistic,
+) -> (Option<f64>, usize, Option<f64>) {
+    let mean = mean_of(idx.iter().map(|&i| per_point[i]));
+    let positions = idx.iter().filter(|&&i| per_point[i].is_some()).count();
+    let n = idx
+        .iter()
+        .filter_map(|&i| Some(base[i].mtt_ms.as_ref()?.len()))
+        .max()
+        .unwrap_or(0);
+    let ci95 = match (statistic, mean) {
+        (MttStatistic::Mean, Some(theta)) if n >= 2 => {
+            // The statistic with repetition `j` left out; its pseudo-values
+            // `n θ − (n − 1) θ_j` have the jackknife variance as their
+            // sample variance over n, so their t interval is the jackknife
+            // interval.
+            let loo = |j: usize| {
+                mean_of(idx.iter().map(|&i| {
+                    let s = mean_without(base[i].mtt_ms.as_ref()?, Some(j))?;
+                    let v = mean_without(var[i].mtt_ms.as_ref()?, Some(j))?;
+                    (s > 0.0).then(|| (s - v) / s)
+                }))
+            };
+            let pseudo: Option<Vec<f64>> = (0..n)
+                .map(|j| loo(j).map(|t| n as f64 * theta - (n as f64 - 1.0) * t))
+                .collect();
+            pseudo.and_then(|p| mean_ci95(&p)).map(|(_, h)| h)
+        }
+        _ => None,
+    };
+    (mean, positions, ci95)
 }
 
 /// The slowest message over `runs` (ties: the earliest run).
@@ -351,6 +460,60 @@ fn ms(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1e6
 }
 
+/// Each axis's parameter and the values the plan's points take on it, in
+/// order of first appearance (`--points` may have selected some).
+fn axes_of(plan: &Plan) -> Vec<AxisInfo> {
+    let params = plan
+        .scenario
+        .sweep
+        .as_ref()
+        .map(|s| s.parameters())
+        .unwrap_or_default();
+    params
+        .iter()
+        .enumerate()
+        .map(|(a, p)| {
+            let mut values: Vec<String> = Vec::new();
+            for point in &plan.points {
+                if let Some(x) = point.coords().get(a) {
+                    let l = x.label();
+                    if !values.contains(&l) {
+                        values.push(l);
+                    }
+                }
+            }
+            AxisInfo {
+                parameter: p.name().to_string(),
+                values,
+            }
+        })
+        .collect()
+}
+
+/// With the drop position on one axis among others: the plan's points
+/// grouped by their values on the other axes (in order of appearance),
+/// each group's coordinates and point indices. Empty otherwise.
+fn cells_of(plan: &Plan) -> Vec<(Vec<String>, Vec<usize>)> {
+    let mut cells: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+    let multi = plan.points.first().is_some_and(|p| p.coords().len() > 1);
+    if !multi {
+        return cells;
+    }
+    for (i, p) in plan.points.iter().enumerate() {
+        let key: Vec<String> = p
+            .coords()
+            .iter()
+            .filter(|x| x.parameter() != SweepParameter::DropDataPacket)
+            .map(crate::scenario::SweepPoint::label)
+            .collect();
+        match cells.iter_mut().find(|c| c.0 == key) {
+            Some(c) => c.1.push(i),
+            None => cells.push((key, vec![i])),
+        }
+    }
+    cells
+}
+
 impl Results {
     /// Pools `outcomes` (in run-index order) per variant and point.
     pub fn build(plan: &Plan, outcomes: &[RunOutcome], wall_s: f64) -> Results {
@@ -372,7 +535,7 @@ impl Results {
         let drop_sweep = s
             .sweep
             .as_ref()
-            .is_some_and(|sw| sw.parameter == SweepParameter::DropDataPacket);
+            .is_some_and(|sw| sw.has(SweepParameter::DropDataPacket));
         let mut variants = Vec::with_capacity(plan.variants.len());
         for (vi, v) in plan.variants.iter().enumerate() {
             let mine: Vec<&RunRecord> = outcomes
@@ -407,6 +570,7 @@ impl Results {
                     let summary = Summary::pooled_digests(pflows(), kind);
                     let mut point = PointResult {
                         value: p.label(),
+                        coords: p.labels(),
                         summary,
                         mtt_ms: None,
                         mtt_median_ms: None,
@@ -425,7 +589,7 @@ impl Results {
                             .config
                             .as_ref()
                             .ok()
-                            .and_then(|c| crate::echo::predict(s, c, &v.spec, Some(*p))),
+                            .and_then(|c| crate::echo::predict(s, c, &v.spec, p.coords())),
                         throughput: match &s.metrics.throughput {
                             Some(t) => {
                                 let runs: Vec<&[crate::fairness::FlowSeries]> =
@@ -489,7 +653,7 @@ impl Results {
                         .config
                         .as_ref()
                         .ok()
-                        .and_then(|c| crate::echo::predict(s, c, &v.spec, None)),
+                        .and_then(|c| crate::echo::predict(s, c, &v.spec, &[])),
                 },
                 bottleneck: crate::fairness::pool_bottleneck(
                     mine.iter().filter_map(|o| o.bottleneck.as_ref()),
@@ -528,15 +692,46 @@ impl Results {
                                     )
                                 })
                                 .collect();
-                            let known: Vec<f64> = per_point.iter().flatten().copied().collect();
-                            let mean = (!known.is_empty())
-                                .then(|| known.iter().sum::<f64>() / known.len() as f64);
+                            let all: Vec<usize> = (0..per_point.len()).collect();
+                            let (mean, _, ci95) = reduction_over(
+                                &all,
+                                &b.points,
+                                &v.points,
+                                &per_point,
+                                s.metrics.mtt,
+                            );
+                            let cells: Vec<CellReduction> = cells_of(plan)
+                                .into_iter()
+                                .map(|(coords, idx)| {
+                                    let (mean, positions, ci95) = reduction_over(
+                                        &idx,
+                                        &b.points,
+                                        &v.points,
+                                        &per_point,
+                                        s.metrics.mtt,
+                                    );
+                                    CellReduction {
+                                        cell: coords.join(crate::scenario::LABEL_SEPARATOR),
+                                        coords,
+                                        mean,
+                                        positions,
+                                        ci95,
+                                    }
+                                })
+                                .collect();
+                            let cell_means = || cells.iter().filter_map(|c| c.mean);
+                            let cell_max = cell_means().reduce(f64::max);
+                            let cell_min = cell_means().reduce(f64::min);
                             (
                                 v.name.clone(),
                                 Reduction {
                                     baseline: base.clone(),
                                     mean,
                                     per_point,
+                                    ci95,
+                                    cells,
+                                    cell_max,
+                                    cell_min,
                                 },
                             )
                         })
@@ -564,12 +759,14 @@ impl Results {
                 thinstream_metrics::OwdCorrection::Given(d) => d.to_string(),
             },
             sweep: s.sweep.as_ref().map(|sw| SweepInfo {
-                parameter: sw.parameter.name().to_string(),
-                values: plan.points.iter().map(|p| p.label()).collect(),
+                parameter: sw.name(),
+                values: plan.points.iter().map(GridPoint::label).collect(),
+                axes: axes_of(plan),
             }),
             variants,
             mtt_reduction,
             mtt_statistic: s.metrics.mtt,
+            plots: s.plots.clone(),
             reference: s
                 .reference
                 .as_ref()

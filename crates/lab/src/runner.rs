@@ -176,7 +176,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             variant.spec.name
         )));
     };
-    let point = spec.point.map(|p| plan.points[p]);
+    let point: &[SweepPoint] = spec.point.map_or(&[], |p| plan.points[p].coords());
     let scenario = &plan.scenario;
     let topology = build_topology(plan, point, &scenario.flows_at(&variant.spec, point));
     let generation_end = Instant::ZERO + plan.duration;
@@ -329,10 +329,10 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     if detail.pcap {
         sim.capture_pcap(thinstream_sim::CapturePoint::Send);
     }
-    let drop_k = match point {
-        Some(SweepPoint::DropDataPacket(k)) => Some(k),
+    let drop_k = point.iter().find_map(|x| match x {
+        SweepPoint::DropDataPacket(k) => Some(*k),
         _ => None,
-    };
+    });
     if let Some(k) = drop_k {
         let (flow, kind) = measured[0];
         let src = endpoint_addr(flow, Side::A, port);
@@ -544,16 +544,28 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
 }
 
 /// The topology of one run: the scenario's links with the sweep point applied.
-fn build_topology(plan: &Plan, point: Option<SweepPoint>, entries: &[FlowEntry]) -> Topology {
+fn build_topology(plan: &Plan, point: &[SweepPoint], entries: &[FlowEntry]) -> Topology {
     let adjust = |link: &LinkConfig| -> LinkConfig {
         let mut l = link.clone();
-        match point {
-            Some(SweepPoint::Loss(p)) => {
-                l.loss = Some(thinstream_link::LossModel::Bernoulli { p });
+        for x in point {
+            match *x {
+                SweepPoint::Loss(p) => {
+                    l.loss = Some(thinstream_link::LossModel::Bernoulli { p });
+                }
+                SweepPoint::Delay(d) => l.delay = d,
+                SweepPoint::Rate(rate) => {
+                    l.bottleneck = Some(match l.bottleneck.take() {
+                        Some(b) => thinstream_link::Bottleneck { rate, ..b },
+                        None => thinstream_link::Bottleneck {
+                            rate,
+                            overhead_bytes: 0,
+                            limit_packets: None,
+                            limit_bytes: None,
+                        },
+                    });
+                }
+                SweepPoint::DropDataPacket(_) | SweepPoint::Iat(_) | SweepPoint::Flows(_) => {}
             }
-            Some(SweepPoint::Delay(d)) => l.delay = d,
-            Some(SweepPoint::DropDataPacket(_) | SweepPoint::Iat(_) | SweepPoint::Flows(_))
-            | None => {}
         }
         l
     };

@@ -47,8 +47,15 @@
 //! throughput = { interval = "30s" }    # acked bytes per interval, Jain's index (002 §5.2.5)
 //!
 //! [sweep]                              # optional: one parameter varied
-//! parameter = "drop-data-packet"       # | "loss" | "delay" | "iat" | "flows"
+//! parameter = "drop-data-packet"       # | "loss" | "delay" | "iat" | "flows" | "rate"
 //! values = [9, 10, 11]                 # or from = 9, to = 48 (inclusive), step = 1
+//! # or up to three axes, their cartesian product (first axis outermost):
+//! # axes = [{ parameter = "rate", values = ["500kbit", "2000kbit"] },
+//! #         { parameter = "delay", values = ["5ms", "25ms"] },
+//! #         { parameter = "drop-data-packet", from = 9, to = 48 }]
+//!
+//! [plots]
+//! ccdf_log = true                      # also complementary CDFs on a log y axis
 //!
 //! [reference]                          # free-form: the documents' numbers, copied to results.json
 //! ```
@@ -106,6 +113,9 @@ pub struct Scenario {
     pub metrics: MetricsSpec,
     #[serde(default)]
     pub sweep: Option<SweepSpec>,
+    /// How the report draws this scenario's results.
+    #[serde(default)]
+    pub plots: PlotOptions,
     /// The documents' reported numbers (free-form), copied into results.json.
     #[serde(default)]
     pub reference: Option<toml::Table>,
@@ -415,6 +425,17 @@ pub struct ThroughputSpec {
     pub from: Option<Duration>,
 }
 
+/// `[plots]`: drawing options, copied to results.json (the report draws
+/// from it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlotOptions {
+    /// Also draw complementary CDFs, `P(X > x)`, on a log-scale y axis
+    /// down to 10⁻⁴ (001 Fig. 6's CCDF of the response time at p = 1%).
+    #[serde(default)]
+    pub ccdf_log: bool,
+}
+
 /// See [`MetricsSpec::mtt`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -501,6 +522,11 @@ pub enum SweepParameter {
     /// follows the variants expands into (its `count`; 002 §5.2.5 Fig.
     /// 5.20's number of competing thin streams).
     Flows,
+    /// The bottleneck rate of both directions (two-host: the forward and
+    /// reverse links; dumbbell: the bottleneck links): netem-like text such
+    /// as `"500kbit"` (003 Table 1's bandwidths). The links' queue limits
+    /// and overhead are kept.
+    Rate,
 }
 
 impl SweepParameter {
@@ -511,15 +537,21 @@ impl SweepParameter {
             SweepParameter::Delay => "delay",
             SweepParameter::Iat => "iat",
             SweepParameter::Flows => "flows",
+            SweepParameter::Rate => "rate",
         }
     }
 }
 
-/// `[sweep]`.
+/// `[sweep]`: one axis (`parameter` with `values` or `from`/`to`/`step`),
+/// or up to [`MAX_AXES`] axes (`axes = [{ parameter = ..., values = ... },
+/// ...]`) whose cartesian product are the sweep's points, the first axis
+/// outermost (003 §4's bandwidth × delay grids, each cell a sweep of the
+/// dropped packet's position).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
-    pub parameter: SweepParameter,
+    #[serde(default)]
+    pub parameter: Option<SweepParameter>,
     /// Explicit values: integers for `drop-data-packet`, percent numbers or
     /// `"5%"` for `loss`, durations for `delay`.
     #[serde(default)]
@@ -531,6 +563,52 @@ pub struct SweepSpec {
     pub to: Option<u64>,
     #[serde(default)]
     pub step: Option<u64>,
+    /// Several axes (instead of the keys above).
+    #[serde(default)]
+    pub axes: Vec<SweepAxis>,
+}
+
+/// Most axes of one sweep.
+pub const MAX_AXES: usize = 3;
+
+/// One axis of a sweep: a parameter and its values.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepAxis {
+    pub parameter: SweepParameter,
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    #[serde(default)]
+    pub from: Option<u64>,
+    #[serde(default)]
+    pub to: Option<u64>,
+    #[serde(default)]
+    pub step: Option<u64>,
+}
+
+/// One point of a sweep: one value per axis, in axis order (one value for
+/// a one-axis sweep).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridPoint(pub Vec<SweepPoint>);
+
+/// Joins the axis values of a point's label (`500kbit/5ms/9`).
+pub const LABEL_SEPARATOR: &str = "/";
+
+impl GridPoint {
+    /// The point as text (results.json `value`, tables, `--points`): the
+    /// value of a one-axis sweep as before, else the axis values joined by
+    /// [`LABEL_SEPARATOR`].
+    pub fn label(&self) -> String {
+        self.labels().join(LABEL_SEPARATOR)
+    }
+    /// Each axis's value as text.
+    pub fn labels(&self) -> Vec<String> {
+        self.0.iter().map(SweepPoint::label).collect()
+    }
+    /// The values of every axis.
+    pub fn coords(&self) -> &[SweepPoint] {
+        &self.0
+    }
 }
 
 /// One value of a sweep.
@@ -541,9 +619,22 @@ pub enum SweepPoint {
     Delay(Duration),
     Iat(Duration),
     Flows(u32),
+    Rate(thinstream_base::Bitrate),
 }
 
 impl SweepPoint {
+    /// Which parameter this value belongs to.
+    pub const fn parameter(&self) -> SweepParameter {
+        match self {
+            SweepPoint::DropDataPacket(_) => SweepParameter::DropDataPacket,
+            SweepPoint::Loss(_) => SweepParameter::Loss,
+            SweepPoint::Delay(_) => SweepParameter::Delay,
+            SweepPoint::Iat(_) => SweepParameter::Iat,
+            SweepPoint::Flows(_) => SweepParameter::Flows,
+            SweepPoint::Rate(_) => SweepParameter::Rate,
+        }
+    }
+
     /// The value as text (results.json, tables, `--points`).
     pub fn label(&self) -> String {
         match self {
@@ -551,6 +642,9 @@ impl SweepPoint {
             SweepPoint::Flows(n) => n.to_string(),
             SweepPoint::Loss(p) => format!("{}%", trim_float(p.get() * 100.0)),
             SweepPoint::Delay(d) | SweepPoint::Iat(d) => serde_duration::to_text(*d),
+            // In kbit/s, as 003's Table 1 gives bandwidths.
+            SweepPoint::Rate(r) if r.0 % 1000 == 0 => format!("{}kbit", r.0 / 1000),
+            SweepPoint::Rate(r) => format!("{}bit", r.0),
         }
     }
 }
@@ -562,12 +656,110 @@ fn trim_float(x: f64) -> String {
 }
 
 impl SweepSpec {
-    /// The sweep's values in file order.
+    /// The axes: the one the top-level keys describe, or `axes`.
+    pub fn axes(&self) -> Result<Vec<SweepAxis>, String> {
+        let single = self.parameter.is_some()
+            || !self.values.is_empty()
+            || self.from.is_some()
+            || self.to.is_some()
+            || self.step.is_some();
+        match (single, self.axes.is_empty()) {
+            (true, true) => Ok(vec![SweepAxis {
+                parameter: self.parameter.ok_or("sweep: `parameter` is missing")?,
+                values: self.values.clone(),
+                from: self.from,
+                to: self.to,
+                step: self.step,
+            }]),
+            (false, false) => {
+                if self.axes.len() > MAX_AXES {
+                    return Err(format!(
+                        "sweep: {} axes; at most {MAX_AXES}",
+                        self.axes.len()
+                    ));
+                }
+                for (i, a) in self.axes.iter().enumerate() {
+                    if self.axes[..i].iter().any(|b| b.parameter == a.parameter) {
+                        return Err(format!(
+                            "sweep: parameter {:?} is on two axes",
+                            a.parameter.name()
+                        ));
+                    }
+                }
+                Ok(self.axes.clone())
+            }
+            (true, false) => {
+                Err("sweep: give either `parameter` with its values or `axes`, not both".into())
+            }
+            (false, true) => Err("sweep: `parameter` (or `axes`) is missing".into()),
+        }
+    }
+
+    /// Every point: the cartesian product of the axes' values, the first
+    /// axis outermost (the last one varies fastest).
+    pub fn points(&self) -> Result<Vec<GridPoint>, String> {
+        let axes = self.axes()?;
+        let mut per_axis = Vec::with_capacity(axes.len());
+        let mut total: u64 = 1;
+        for a in &axes {
+            let values = a.points()?;
+            if values.is_empty() {
+                return Err(format!("sweep {}: no values", a.parameter.name()));
+            }
+            total = total.saturating_mul(values.len() as u64);
+            per_axis.push(values);
+        }
+        if total > 100_000 {
+            return Err(format!("sweep: {total} points, more than 100000"));
+        }
+        let mut points = vec![GridPoint(Vec::new())];
+        for values in &per_axis {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut q = p.0.clone();
+                        q.push(*v);
+                        GridPoint(q)
+                    })
+                })
+                .collect();
+        }
+        Ok(points)
+    }
+
+    /// The parameters of the axes, in order (empty if the spec is invalid).
+    pub fn parameters(&self) -> Vec<SweepParameter> {
+        self.axes()
+            .map(|a| a.iter().map(|x| x.parameter).collect())
+            .unwrap_or_default()
+    }
+
+    /// The sweep's name: the parameter, or the axes' joined by ` x `.
+    pub fn name(&self) -> String {
+        self.parameters()
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(" x ")
+    }
+
+    /// Whether one of the axes is `p`.
+    pub fn has(&self, p: SweepParameter) -> bool {
+        self.parameters().contains(&p)
+    }
+}
+
+impl SweepAxis {
+    /// The axis's values in file order.
     pub fn points(&self) -> Result<Vec<SweepPoint>, String> {
         let explicit = !self.values.is_empty();
         let range = self.from.is_some() || self.to.is_some();
         if explicit == range {
-            return Err("sweep: give either `values` or `from`/`to` (one of them)".into());
+            return Err(format!(
+                "sweep {}: give either `values` or `from`/`to` (one of them)",
+                self.parameter.name()
+            ));
         }
         if range {
             let (Some(from), Some(to)) = (self.from, self.to) else {
@@ -628,6 +820,12 @@ impl SweepSpec {
                     Ok(SweepPoint::Flows(*n as u32))
                 }
                 _ => Err(bad(&format!("a flow count from 1 to {MAX_FLOWS}"))),
+            },
+            SweepParameter::Rate => match v {
+                toml::Value::String(s) => thinstream_base::Bitrate::parse(s)
+                    .map(SweepPoint::Rate)
+                    .map_err(|_| bad("a rate such as \"500kbit\"")),
+                _ => Err(bad("a rate such as \"500kbit\"")),
             },
             SweepParameter::Iat => match v {
                 toml::Value::Integer(ms) if *ms >= 1 => {
@@ -696,12 +894,14 @@ impl Scenario {
     /// follows the variants (validation made sure each such workload has
     /// one).
     pub fn flows_for(&self, v: &VariantSpec) -> Vec<FlowEntry> {
-        self.flows_at(v, None)
+        self.flows_at(v, &[])
     }
 
-    /// [`Self::flows_for`] at a sweep point: an `iat` point replaces the
-    /// (mean) interarrival time of every flow that follows the variants.
-    pub fn flows_at(&self, v: &VariantSpec, point: Option<SweepPoint>) -> Vec<FlowEntry> {
+    /// [`Self::flows_for`] at a sweep point (its values, one per axis;
+    /// empty without a sweep): an `iat` value replaces the (mean)
+    /// interarrival time of every flow that follows the variants, a `flows`
+    /// value the count of the measured ones.
+    pub fn flows_at(&self, v: &VariantSpec, point: &[SweepPoint]) -> Vec<FlowEntry> {
         self.flows
             .iter()
             .map(|f| {
@@ -710,14 +910,19 @@ impl Scenario {
                     if let Some(w) = v.workload_streams.and_then(|n| f.workload.with_streams(n)) {
                         f.workload = w;
                     }
-                    if let Some(SweepPoint::Iat(d)) = point {
-                        if let Some(w) = f.workload.with_mean_iat(d) {
-                            f.workload = w;
-                        }
-                    }
-                    if let Some(SweepPoint::Flows(n)) = point {
-                        if f.is_measured() && !f.workload.produces_flows() {
-                            f.count = n;
+                    for x in point {
+                        match *x {
+                            SweepPoint::Iat(d) => {
+                                if let Some(w) = f.workload.with_mean_iat(d) {
+                                    f.workload = w;
+                                }
+                            }
+                            SweepPoint::Flows(n)
+                                if f.is_measured() && !f.workload.produces_flows() =>
+                            {
+                                f.count = n;
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -846,12 +1051,12 @@ impl Scenario {
             if points.is_empty() {
                 return Err(self.invalid("sweep has no values"));
             }
-            if sweep.parameter == SweepParameter::Delay
+            if sweep.has(SweepParameter::Delay)
                 && !matches!(self.topology, TopologySpec::TwoHost { .. })
             {
                 return Err(self.invalid("sweep parameter \"delay\" needs a two-host topology"));
             }
-            if sweep.parameter == SweepParameter::Flows {
+            if sweep.has(SweepParameter::Flows) {
                 if let TopologySpec::Dumbbell { access, .. } = &self.topology {
                     if access.len() > 1 {
                         return Err(self.invalid(
@@ -876,6 +1081,7 @@ impl Scenario {
                     .count() as u32;
                 let most = points
                     .iter()
+                    .flat_map(|p| p.coords())
                     .filter_map(|p| match p {
                         SweepPoint::Flows(n) => Some(*n),
                         _ => None,
@@ -888,7 +1094,7 @@ impl Scenario {
                     )));
                 }
             }
-            if sweep.parameter == SweepParameter::Iat {
+            if sweep.has(SweepParameter::Iat) {
                 for (i, f) in self.flows.iter().enumerate() {
                     if f.preset.is_none()
                         && f.workload.with_mean_iat(Duration::from_millis(1)).is_none()

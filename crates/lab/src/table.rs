@@ -205,7 +205,13 @@ pub fn render(r: &Results) -> String {
             .variants
             .iter()
             .any(|v| v.points.iter().any(|p| p.mtt_ms.is_some()));
-        if mtt {
+        let cells = r
+            .mtt_reduction
+            .as_ref()
+            .is_some_and(|red| red.values().any(|x| !x.cells.is_empty()));
+        if mtt && cells {
+            out.push('\n');
+        } else if mtt {
             let _ = writeln!(
                 out,
                 "\nmessage transfer time of the message hit by the drop ({} over repetitions, ms), per {}:",
@@ -228,7 +234,9 @@ pub fn render(r: &Results) -> String {
             header.extend(red.keys().map(|k| format!("{k} reduction %")));
         }
         let mut rows = Vec::new();
-        for (i, value) in sw.values.iter().enumerate() {
+        // A grid with drop positions inside each cell: the cells' table
+        // below says it; one row per point would be hundreds.
+        for (i, value) in sw.values.iter().enumerate().filter(|_| !cells) {
             let mut row = vec![value.clone()];
             for v in &avail {
                 let p = &v.points[i];
@@ -248,7 +256,9 @@ pub fn render(r: &Results) -> String {
             }
             rows.push(row);
         }
-        out.push_str(&layout(&header, &rows));
+        if !cells {
+            out.push_str(&layout(&header, &rows));
+        }
         if let Some(red) = reductions {
             for (name, x) in red {
                 let _ = writeln!(
@@ -257,6 +267,9 @@ pub fn render(r: &Results) -> String {
                     x.baseline,
                     cell(x.mean.map(|m| m * 100.0), 1)
                 );
+            }
+            if cells {
+                out.push_str(&cells_text(sw, red));
             }
         }
     }
@@ -269,6 +282,57 @@ pub fn render(r: &Results) -> String {
             let _ = writeln!(out, "variant {} FAULT {f}", v.name);
         }
     }
+    out
+}
+
+/// The reduction per cell of a grid (the axes other than the drop
+/// position): mean over positions, with the 95% confidence half-width over
+/// repetitions for means, in %.
+fn cells_text(
+    sw: &crate::results::SweepInfo,
+    red: &std::collections::BTreeMap<String, crate::results::Reduction>,
+) -> String {
+    let mut out = String::new();
+    let axes: Vec<&str> = sw
+        .axes
+        .iter()
+        .map(|a| a.parameter.as_str())
+        .filter(|p| *p != "drop-data-packet")
+        .collect();
+    let _ = writeln!(
+        out,
+        "\naverage MTT reduction per {} (mean over positions ± 95% CI over repetitions), %:",
+        axes.join(" x ")
+    );
+    let mut header = vec![axes.join(" / ")];
+    header.extend(red.keys().map(|k| format!("{k} vs {}", red[k].baseline)));
+    let cells: Vec<&str> = red
+        .values()
+        .flat_map(|x| x.cells.iter().map(|c| c.cell.as_str()))
+        .fold(Vec::new(), |mut acc, c| {
+            if !acc.contains(&c) {
+                acc.push(c);
+            }
+            acc
+        });
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![(*c).to_string()];
+            for x in red.values() {
+                row.push(match x.cells.iter().find(|y| y.cell == *c) {
+                    Some(y) => format!(
+                        "{} ± {}",
+                        cell(y.mean.map(|m| m * 100.0), 1),
+                        cell(y.ci95.map(|m| m * 100.0), 1)
+                    ),
+                    None => "-".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    out.push_str(&layout(&header, &rows));
     out
 }
 

@@ -200,9 +200,9 @@ fn expansion_and_seeds() {
     assert_eq!(narrowed.runs.len(), 1);
     assert_eq!(
         narrowed.points,
-        vec![SweepPoint::Loss(
+        vec![crate::scenario::GridPoint(vec![SweepPoint::Loss(
             thinstream_base::Probability::new(0.05).unwrap()
-        )]
+        )])]
     );
     assert_eq!(narrowed.seed.0, 99);
     let e = Plan::new(
@@ -439,11 +439,13 @@ fn repository_compare_paths_resolve() {
             .cloned()
             .unwrap_or_default();
         // A statistic of a retransmission group may be null in a short
-        // run (no second retransmission happened); the path must still
-        // exist, so a typo is caught.
+        // run (no second retransmission happened), a confidence interval
+        // with one repetition; the path must still exist, so a typo is
+        // caught.
         let found = |p: &str| {
-            crate::report::lookup(&json, p)
-                .is_some_and(|v| !v.is_null() || p.contains("by_retransmissions["))
+            crate::report::lookup(&json, p).is_some_and(|v| {
+                !v.is_null() || p.contains("by_retransmissions[") || p.ends_with(".ci95")
+            })
         };
         for row in rows {
             let p = row["ours"].as_str().unwrap();

@@ -14,7 +14,7 @@
 //!   recovery counters `spurious_excluding_redundant`, `t3_expiries`,
 //!   `t3_spurious`, `redundant_bytes`, `tohd_redundant`,
 //!   `tohd_retransmissions`, `rtt_samples`, `data_rtt_samples`,
-//!   `thin_share`, `thin_transitions`, `rtt_sample_mean_ms`, `rto_mean_ms`,
+//!   `thin_share`, `thin_transitions`, `rtt_sample_mean_ms`, `rto_mean_ms`, `rto_measured_*`,
 //!   `spurious.REASON`: `value`;
 //! - `worst_path`: `latency_ms`, `sent_s` (the slowest message; its path
 //!   is in results.json);
@@ -26,7 +26,10 @@
 //! - `retransmission_causes.REASON.rtxN`: `count`, `share`;
 //! - per sweep point the same latency, `also`, response, model and cause
 //!   rows as per variant, and `mtt_ms`: `repR`, `median`, `mean`, `ci95`,
-//!   `compared`; `mtt_reduction`: `value` (against the baseline).
+//!   `compared`; `mtt_reduction`: `value` (against the baseline); per
+//!   variant `mtt_reduction`: `mean`, `ci95`, and per cell of a grid (point = the
+//!   cell's values, e.g. `2000kbit/5ms`) the same two.
+//!   A point of a sweep with several axes is its values joined by `/`.
 //!
 //! Missing numbers (`null`) are left out.
 
@@ -177,6 +180,10 @@ impl Rows<'_> {
             "thin_transitions",
             "rtt_sample_mean_ms",
             "rto_mean_ms",
+            "rto_measured_count",
+            "rto_measured_mean_ms",
+            "rto_measured_max_ms",
+            "rto_at_expiry_mean_ms",
         ] {
             self.push(variant, point, m, "value", &s[m]);
         }
@@ -265,6 +272,19 @@ pub fn csv(results: &Value) -> String {
             "mean",
             &reductions[name]["mean"],
         );
+        rows.push(
+            name,
+            "all",
+            "mtt_reduction",
+            "ci95",
+            &reductions[name]["ci95"],
+        );
+        for c in reductions[name]["cells"].as_array().into_iter().flatten() {
+            let cell = c["cell"].as_str().unwrap_or("");
+            for s in ["mean", "ci95"] {
+                rows.push(name, cell, "mtt_reduction", s, &c[s]);
+            }
+        }
     }
     rows.out
 }

@@ -258,6 +258,20 @@ pub struct RecoveryCounts {
     /// values, nanoseconds: the calculated RTO of 000 Fig. 4.
     pub rto_updates: u64,
     pub rto_nanos: u64,
+    /// Packets that carried a timeout retransmission, and per packet the
+    /// time since the oldest of its timed-out pieces was last transmitted
+    /// (summed and the maximum, nanoseconds): how long the retransmission
+    /// timer actually ran before it fired, restarts included (000 Fig. 4's
+    /// measured RTO).
+    pub rto_measured: u64,
+    pub rto_measured_nanos: u64,
+    pub rto_measured_max_nanos: u64,
+    /// Of those packets, the ones with an RTO known when the timer fired
+    /// (the last value set before that instant), and the sum of those
+    /// RTOs, nanoseconds: the calculated RTO the measured one is compared
+    /// with.
+    pub rto_in_force: u64,
+    pub rto_in_force_nanos: u64,
     /// Time classified thin and the window it was measured over: from the
     /// first data transmission to the last data transmission or
     /// acknowledgement, whichever is later. `None` without `Thin` records
@@ -401,6 +415,10 @@ struct SenderScan {
     thin_changes: Vec<(Instant, bool)>,
     /// First data transmission, last data transmission or acknowledgement.
     data_window: Option<(Instant, Instant)>,
+    /// The latest `Rto` record (time, value), and the value in force before
+    /// the instant of that record.
+    rto_now: Option<(Instant, Duration)>,
+    rto_before: Option<Duration>,
 }
 
 impl SenderScan {
@@ -421,6 +439,8 @@ impl SenderScan {
             acked_bytes: Vec::new(),
             recovery: RecoveryCounts::default(),
             thin_changes: Vec::new(),
+            rto_now: None,
+            rto_before: None,
             data_window: None,
         };
         for (i, rec) in records.iter().enumerate() {
@@ -463,10 +483,34 @@ impl SenderScan {
                         s.extend_window(*time);
                     }
                     let mut carries_retransmission = false;
+                    let mut timer_waited: Option<Duration> = None;
                     for piece in data {
                         let units = units_ok(piece.units, Side::Sender, i)?;
+                        if piece.reason == TxReason::TimeoutRetransmit {
+                            if let Some(w) = s.since_previous_tx(units, *time) {
+                                timer_waited = Some(timer_waited.map_or(w, |x| x.max(w)));
+                            }
+                        }
                         carries_retransmission |=
                             s.on_piece(*time, units, piece.bytes, piece.reason);
+                    }
+                    if let Some(w) = timer_waited {
+                        let r = &mut s.recovery;
+                        r.rto_measured += 1;
+                        r.rto_measured_nanos = r.rto_measured_nanos.saturating_add(w.as_nanos());
+                        r.rto_measured_max_nanos = r.rto_measured_max_nanos.max(w.as_nanos());
+                        // The RTO in force when the timer fired: the value
+                        // set before this instant (the back-off it triggers
+                        // may be recorded at the same instant).
+                        let in_force = match s.rto_now {
+                            Some((t, v)) if t < *time => Some(v),
+                            _ => s.rto_before,
+                        };
+                        if let Some(v) = in_force {
+                            r.rto_in_force += 1;
+                            r.rto_in_force_nanos =
+                                r.rto_in_force_nanos.saturating_add(v.as_nanos());
+                        }
                     }
                     if carries_retransmission {
                         s.counters.retransmission_packets += 1;
@@ -476,7 +520,13 @@ impl SenderScan {
                     s.on_acked(*time, units_ok(*units, Side::Sender, i)?);
                     s.extend_window(*time);
                 }
-                Record::Rto { rto, .. } => {
+                Record::Rto { rto, time, .. } => {
+                    if let Some((t, v)) = s.rto_now {
+                        if t < *time {
+                            s.rto_before = Some(v);
+                        }
+                    }
+                    s.rto_now = Some((*time, *rto));
                     s.recovery.rto_updates += 1;
                     s.recovery.rto_nanos = s.recovery.rto_nanos.saturating_add(rto.as_nanos());
                 }
@@ -519,6 +569,22 @@ impl SenderScan {
 
     /// One data piece of a sent packet; returns whether it counts as a
     /// retransmission for eq. 5.2.
+    /// How long ago the first unit of `units` was last transmitted (its
+    /// first transmission or the latest retransmitted piece holding it),
+    /// before a piece sent at `time` is recorded; `None` if never sent.
+    fn since_previous_tx(&self, units: Units, time: Instant) -> Option<Duration> {
+        let first = self.first_tx.get(units.start)?.time;
+        // Pieces are in time order: stop at the first transmission.
+        let last = self
+            .retransmitted
+            .iter()
+            .rev()
+            .take_while(|p| p.time >= first)
+            .find(|p| p.units.contains(units.start))
+            .map_or(first, |p| p.time);
+        Some(time.saturating_duration_since(last))
+    }
+
     fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
         *self.reasons.entry(reason).or_insert(0) += 1;
         self.payload_bytes_sent += u64::from(bytes);

@@ -26,8 +26,10 @@
 //! defined as in [`MessageOutcome`](crate::MessageOutcome). Given the same
 //! records, every counter equals the one `FlowAnalysis` computes from the
 //! sender trace alone (tested), except the spurious estimate beyond the
-//! window and the transmission count of data sent again after it was
-//! acknowledged (SCTP renege, not done by this stack).
+//! window, the transmission count of data sent again after it was
+//! acknowledged (SCTP renege, not done by this stack), and the measured RTO
+//! (`Summary::rto_measured_*`: it needs when each timed-out unit was last
+//! sent; left at 0 / `None`).
 //!
 //! Designed for SCTP (units are TSNs): a message of `n` units costs `5·n`
 //! bytes while open; TCP byte units would cost per byte.
@@ -579,6 +581,11 @@ impl StreamingFlow {
                 .then(|| self.rtt_sample_nanos as f64 / self.rtt_samples as f64 / 1e6),
             rto_mean_ms: (self.rto_updates > 0)
                 .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
+            // When each timed-out piece was last sent is not kept here.
+            rto_measured_count: 0,
+            rto_measured_mean_ms: None,
+            rto_measured_max_ms: None,
+            rto_at_expiry_mean_ms: None,
         }
     }
 }

@@ -142,6 +142,23 @@ pub struct Summary {
     pub rtt_sample_mean_ms: Option<f64>,
     #[serde(default)]
     pub rto_mean_ms: Option<f64>,
+    /// Timeout retransmissions (per packet) and how long the timer actually
+    /// ran before each: the time since the oldest timed-out piece was last
+    /// sent, mean and maximum, ms (000 Fig. 4's measured RTO: above the
+    /// calculated one when restarts on partial acknowledgements pushed the
+    /// expiry out). `null` without a timeout or in the streaming analysis.
+    #[serde(default)]
+    pub rto_measured_count: u64,
+    #[serde(default)]
+    pub rto_measured_mean_ms: Option<f64>,
+    #[serde(default)]
+    pub rto_measured_max_ms: Option<f64>,
+    /// At those expiries, the mean RTO in force when the timer fired (the
+    /// value set before that instant, back-offs included), ms: the
+    /// calculated counterpart of `rto_measured_mean_ms` (a timer armed
+    /// before a later RTT sample changed the RTO runs with the older value).
+    #[serde(default)]
+    pub rto_at_expiry_mean_ms: Option<f64>,
 }
 
 impl Summary {
@@ -196,6 +213,8 @@ impl Summary {
         let mut waited: Vec<u64> = Vec::new();
         let mut undelivered_known = !flows.is_empty();
         let (mut rtt_nanos, mut rto_updates, mut rto_nanos) = (0u64, 0u64, 0u64);
+        let (mut fired, mut fired_nanos, mut fired_max) = (0u64, 0u64, 0u64);
+        let (mut in_force, mut in_force_nanos) = (0u64, 0u64);
         for f in &flows {
             match &f.undelivered_waited_nanos {
                 Some(w) => waited.extend_from_slice(w),
@@ -205,6 +224,11 @@ impl Summary {
             rtt_nanos = rtt_nanos.saturating_add(rc.rtt_sample_nanos);
             rto_updates += rc.rto_updates;
             rto_nanos = rto_nanos.saturating_add(rc.rto_nanos);
+            fired += rc.rto_measured;
+            fired_nanos = fired_nanos.saturating_add(rc.rto_measured_nanos);
+            fired_max = fired_max.max(rc.rto_measured_max_nanos);
+            in_force += rc.rto_in_force;
+            in_force_nanos = in_force_nanos.saturating_add(rc.rto_in_force_nanos);
             redundant += rc.redundant_bytes;
             rtt_samples += rc.rtt_samples;
             data_rtt_samples += rc.data_rtt_samples;
@@ -314,6 +338,11 @@ impl Summary {
             rtt_sample_mean_ms: (rtt_samples > 0)
                 .then(|| rtt_nanos as f64 / rtt_samples as f64 / 1e6),
             rto_mean_ms: (rto_updates > 0).then(|| rto_nanos as f64 / rto_updates as f64 / 1e6),
+            rto_measured_count: fired,
+            rto_measured_mean_ms: (fired > 0).then(|| fired_nanos as f64 / fired as f64 / 1e6),
+            rto_measured_max_ms: (fired > 0).then(|| fired_max as f64 / 1e6),
+            rto_at_expiry_mean_ms: (in_force > 0)
+                .then(|| in_force_nanos as f64 / in_force as f64 / 1e6),
             messages,
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,

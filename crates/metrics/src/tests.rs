@@ -687,7 +687,8 @@ fn summary_json_is_exact_and_deterministic() {
         r#""tohd_redundant":0.0,"tohd_retransmissions":0.25,"rtt_samples":0,"data_rtt_samples":0,"#,
         r#""thin_share":null,"thin_transitions":0,"undelivered":0,"#,
         r#""undelivered_waited_max_ms":null,"undelivered_waited_p50_ms":null,"#,
-        r#""rtt_sample_mean_ms":null,"rto_mean_ms":null}"#
+        r#""rtt_sample_mean_ms":null,"rto_mean_ms":null,"rto_measured_count":0,"#,
+        r#""rto_measured_mean_ms":null,"rto_measured_max_ms":null,"rto_at_expiry_mean_ms":null}"#
     );
     assert_eq!(json, expected);
     // A second, independent analysis of the same records gives the same bytes.
@@ -1071,4 +1072,48 @@ fn rtt_and_rto_means_from_records() {
     assert_eq!(sum.data_rtt_samples, 1);
     assert_eq!(sum.rtt_sample_mean_ms, Some(200.0));
     assert_eq!(sum.rto_mean_ms, Some(400.0));
+}
+
+// The measured RTO (000 Fig. 4): per packet carrying a timeout
+// retransmission, the time since the oldest timed-out piece was last sent;
+// a later timeout counts from the previous retransmission, and a piece
+// fast-retransmitted in between moves the start.
+#[test]
+fn measured_rto_is_the_time_since_the_last_transmission() {
+    let (n, t) = (TxReason::New, TxReason::TimeoutRetransmit);
+    let sender = vec![
+        submit(0, 0, 0, (0, 1), 100),
+        sent(0, &[(0, 1, 100, n)]),
+        Record::Rto {
+            time: Instant::ZERO + Duration::from_millis(50),
+            rto: Duration::from_millis(300),
+            srtt: None,
+        },
+        submit(100, 1, 0, (1, 2), 100),
+        sent(100, &[(1, 2, 100, n)]),
+        // The timer restarted at 100 ms: 0 waited 400 ms, 1 waited 300 ms.
+        sent(400, &[(0, 1, 100, t), (1, 2, 100, t)]),
+        // The back-off recorded at the expiry's instant: 300 ms was in force.
+        Record::Rto {
+            time: Instant::ZERO + Duration::from_millis(400),
+            rto: Duration::from_millis(600),
+            srtt: None,
+        },
+        // Backed off: 800 ms after the previous copy.
+        sent(1200, &[(0, 1, 100, t)]),
+        sent(1300, &[(1, 2, 100, TxReason::FastRetransmit)]),
+        sent(1500, &[(1, 2, 100, t)]),
+        received(1600),
+        acked(1600, 0, 2),
+    ];
+    let f = FlowAnalysis::new(&sender, None, AnalysisOptions::default()).unwrap();
+    let sum = f.summary();
+    assert_eq!(sum.rto_measured_count, 3);
+    assert_eq!(sum.rto_measured_max_ms, Some(800.0));
+    // (400 + 800 + 200) / 3
+    let mean = sum.rto_measured_mean_ms.unwrap();
+    assert!((mean - 1400.0 / 3.0).abs() < 1e-9, "{mean}");
+    assert_eq!(sum.t3_expiries, 4);
+    // In force at 400 ms: 300; at 1200 and 1500 ms: 600.
+    assert_eq!(sum.rto_at_expiry_mean_ms, Some(500.0));
 }

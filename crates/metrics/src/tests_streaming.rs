@@ -230,13 +230,30 @@ fn compare(seed: u64, n: u64, loss: f64, chunk: usize) {
 
     // The summary: everything but the latency fields, which the caller
     // supplies from the receiver.
-    let full = whole.summary();
+    let mut full = whole.summary();
     let mine = s.summary(
         full.latency,
         full.latency_ms,
         full.by_retransmissions.clone(),
         full.delivered,
     );
+    // One timed-out piece per packet here: one measurement each.
+    assert_eq!(full.rto_measured_count, full.t3_expiries);
+    // The measured RTO needs each timed-out unit's previous transmission
+    // time, which the streaming analysis does not keep (module docs).
+    assert_eq!(
+        (
+            mine.rto_measured_count,
+            mine.rto_measured_mean_ms,
+            mine.rto_measured_max_ms,
+            mine.rto_at_expiry_mean_ms
+        ),
+        (0, None, None, None)
+    );
+    full.rto_measured_count = 0;
+    full.rto_measured_mean_ms = None;
+    full.rto_measured_max_ms = None;
+    full.rto_at_expiry_mean_ms = None;
     assert_eq!(mine, full);
 }
 
