@@ -90,4 +90,6 @@ mod tests_recovery;
 #[cfg(test)]
 mod tests_report;
 #[cfg(test)]
+mod tests_stream;
+#[cfg(test)]
 mod tests_traffic;

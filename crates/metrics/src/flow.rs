@@ -135,7 +135,7 @@ impl LatencyKind {
         }
     }
 
-    const fn owd_corrected(self) -> bool {
+    pub(crate) const fn owd_corrected(self) -> bool {
         !matches!(self, LatencyKind::AckFromFirstTx | LatencyKind::AckFromSend)
     }
 }

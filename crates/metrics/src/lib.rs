@@ -56,6 +56,7 @@
 mod digest;
 mod error;
 mod flow;
+mod joined;
 mod ranges;
 mod stats;
 mod streaming;
@@ -69,6 +70,7 @@ pub use flow::{
     LossMethod, MessageOutcome, OwdCorrection, ReasonRow, RecoveryCounts, RetransmissionGroup,
     RetransmittedPiece, ThroughputSource,
 };
+pub use joined::{FlowStream, MessageTrail, PathCopy, SlowestTrail, RECENT_PATHS};
 pub use stats::{
     jain_index, jain_per_interval, mean_ci95, median, percentile_sorted, Cdf, CdfPoint,
     LatencyStats,

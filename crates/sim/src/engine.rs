@@ -352,6 +352,11 @@ impl Simulation {
         self.links.iter().map(|l| l.label.as_str())
     }
 
+    /// Endpoints of the run (two per flow).
+    pub fn endpoint_count(&self) -> usize {
+        self.endpoints.len()
+    }
+
     /// The id of endpoint `side` of `flow`.
     pub fn endpoint_id(&self, flow: FlowId, side: Side) -> EndpointId {
         topology::endpoint_id(flow, side)
