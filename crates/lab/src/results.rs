@@ -91,11 +91,35 @@ pub fn latency_cdf_digests<'a>(
     flows: impl Iterator<Item = &'a FlowDigest>,
     kind: thinstream_metrics::LatencyKind,
 ) -> Vec<CdfPoint> {
+    let flows: Vec<&FlowDigest> = flows.collect();
+    if let Some(h) = FlowDigest::pooled_histogram(flows.iter().copied(), kind) {
+        return cdf_of_histogram(&h);
+    }
     let mut all: Vec<u64> = flows
+        .iter()
         .flat_map(|f| f.samples(kind).iter().map(|s| s.nanos))
         .collect();
     all.sort_unstable();
     cdf_of_sorted(&all)
+}
+
+/// [`cdf_of_sorted`] of a histogram's samples (each value within the
+/// histogram's bound, see `metrics::LatencyHistogram`).
+pub fn cdf_of_histogram(h: &thinstream_metrics::LatencyHistogram) -> Vec<CdfPoint> {
+    let n = h.count() as usize;
+    if n == 0 {
+        return Vec::new();
+    }
+    CDF_QUANTILES
+        .iter()
+        .map(|q| {
+            let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+            CdfPoint {
+                q: *q,
+                ms: h.value_at_rank(rank as u64).unwrap_or(0) as f64 / 1e6,
+            }
+        })
+        .collect()
 }
 
 /// [`CDF_QUANTILES`] of sorted nanosecond samples: the sample of rank

@@ -183,3 +183,110 @@ also = ["transport"]
 "#,
     );
 }
+
+// A six-hour thin stream, SCTP and TCP, 5 % loss: the streamed analysis's
+// state (open messages, stored unit ranges, exact samples, records read
+// per pause) stays under fixed bounds and is no larger than after one
+// hour; past the sample limit the digest holds histograms, and the pooled
+// summary keeps counts, means and maxima exact and percentiles within the
+// histogram's bound.
+#[test]
+fn streamed_long_run_state_is_bounded_and_percentiles_within_bound() {
+    use crate::runner::STREAM_SAMPLE_LIMIT;
+    use thinstream_metrics::{LatencyKind, Summary};
+    let text = |duration: &str| {
+        format!(
+            r#"
+name = "stream-long"
+duration = "{duration}"
+drain = "60s"
+seed = 21
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 50ms loss 5%"
+reverse = "delay 50ms loss 5%"
+
+[[flows]]
+workload = {{ kind = "constant", iat = "250ms", bytes = 100 }}
+
+[[variants]]
+name = "linux"
+preset = "linux"
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-modern"
+
+[metrics]
+latency = "application"
+owd = "min-observed"
+also = ["ack"]
+"#
+        )
+    };
+    let streamed = |plan: &Plan, i: usize| {
+        run_one(
+            plan,
+            &plan.runs[i],
+            Detail {
+                stream: true,
+                ..Detail::default()
+            },
+        )
+        .unwrap()
+    };
+    let short = plan(&text("1h"));
+    let long = plan(&text("6h"));
+    for i in 0..long.runs.len() {
+        let name = &long.variants[long.runs[i].variant].spec.name;
+        let p1 = streamed(&short, i).stream_peak.unwrap();
+        let out = streamed(&long, i);
+        let p6 = out.stream_peak.unwrap();
+        assert!(p6.open_messages <= 64, "{name}: {p6:?}");
+        assert!(p6.stored_ranges <= 1024, "{name}: {p6:?}");
+        assert!(p6.exact_samples <= 2 * STREAM_SAMPLE_LIMIT, "{name}: {p6:?}");
+        assert!(p6.records_per_pause <= 2000, "{name}: {p6:?}");
+        assert!(
+            p6.open_messages <= p1.open_messages.max(16)
+                && p6.stored_ranges <= p1.stored_ranges.max(64),
+            "{name}: state grew with the duration: 1 h {p1:?}, 6 h {p6:?}"
+        );
+        let digests = out.digests.unwrap();
+        let kind = LatencyKind::Application;
+        assert!(digests[0].histograms.contains_key(&kind), "{name}: 86400 messages > limit");
+        assert!(digests[0].samples(kind).is_empty());
+
+        let full = run_one(&long, &long.runs[i], Detail::default()).unwrap();
+        let exact = Summary::pooled(&full.flows, kind);
+        let approx = Summary::pooled_digests(&digests, kind);
+        assert_eq!(exact.messages, approx.messages);
+        assert_eq!(exact.delivered, approx.delivered);
+        assert_eq!(exact.reasons, approx.reasons);
+        assert_eq!(exact.spurious, approx.spurious);
+        assert_eq!(exact.tohd, approx.tohd);
+        assert_eq!(exact.rto_measured_count, approx.rto_measured_count);
+        let owd_ms = 50.0;
+        let within = |e: f64, a: f64, what: &str| {
+            let bound = (2.0 * e + owd_ms + 1.0) / 1024.0;
+            assert!(
+                a >= e - 1e-9 && a - e <= bound,
+                "{name}: {what}: {a} ms vs exact {e} ms (bound {bound})"
+            );
+        };
+        let (e, a) = (exact.latency_ms.unwrap(), approx.latency_ms.unwrap());
+        assert_eq!((e.mean, e.max), (a.mean, a.max), "{name}: mean and max exact");
+        within(e.p50, a.p50, "p50");
+        within(e.p90, a.p90, "p90");
+        within(e.p99, a.p99, "p99");
+        within(e.p999, a.p999, "p99.9");
+        for (re, ra) in exact.by_retransmissions.iter().zip(&approx.by_retransmissions) {
+            assert_eq!((re.count, re.mean_ms, re.max_ms), (ra.count, ra.mean_ms, ra.max_ms));
+            if let (Some(e), Some(a)) = (re.p99_ms, ra.p99_ms) {
+                within(e, a, "p99 by retransmissions");
+            }
+        }
+    }
+}

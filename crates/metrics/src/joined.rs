@@ -57,6 +57,7 @@ use thinstream_base::{Duration, Instant};
 
 use crate::digest::{FlowDigest, LatencySample, LossCounts};
 use crate::error::{MetricsError, Side};
+use crate::hist::LatencyHistogram;
 use crate::flow::{
     pro_rata, AppSend, LatencyKind, LossMethod, MessageOutcome, OwdCorrection, ReasonRow,
     RecoveryCounts,
@@ -170,9 +171,14 @@ impl UnitSet {
 
 /// Latency samples of one kind: (submission index, retransmissions, raw
 /// nanoseconds: one-way delay not yet removed).
+/// Past the sample limit, a histogram of the values (the one-way delay
+/// removed where known while recording: `none` and a given delay; the
+/// `min-observed` one is removed at the end, see
+/// [`LatencyHistogram::shifted_down`]).
 #[derive(Clone, Debug, Default)]
 struct Samples {
     exact: Vec<(u64, u32, u64)>,
+    hist: Option<LatencyHistogram>,
 }
 
 /// See the module documentation.
@@ -181,6 +187,7 @@ pub struct FlowStream {
     owd: OwdCorrection,
     kinds: Vec<LatencyKind>,
     slowest_kind: Option<LatencyKind>,
+    sample_limit: Option<usize>,
     /// Open messages by their first unit.
     open: BTreeMap<u64, Open>,
     /// Application send times not yet matched to a `Submitted` record.
@@ -249,6 +256,7 @@ impl FlowStream {
             owd,
             kinds: kinds.to_vec(),
             slowest_kind: slowest,
+            sample_limit: None,
             open: BTreeMap::new(),
             app_sends: BTreeMap::new(),
             submitted: 0,
@@ -295,6 +303,21 @@ impl FlowStream {
             recent: VecDeque::new(),
             peak_open: 0,
         })
+    }
+
+    /// Keeps at most `limit` exact latency samples per kind: beyond that,
+    /// the kind's samples go into a [`LatencyHistogram`] (the digest then
+    /// holds the histogram instead of samples), so that memory stays flat
+    /// however long the flow runs. Counts, means, minima and maxima stay
+    /// exact; percentiles get the histogram's bound.
+    pub fn with_sample_limit(mut self, limit: usize) -> FlowStream {
+        self.sample_limit = Some(limit);
+        self
+    }
+
+    /// Latency samples held exactly now, over all kinds.
+    pub fn exact_samples(&self) -> usize {
+        self.samples.values().map(|s| s.exact.len()).sum()
     }
 
     /// Application send times (`metrics::AppSend`) of messages submitted in
@@ -759,9 +782,22 @@ impl FlowStream {
             let d = a.saturating_duration_since(tx);
             self.min_one_way = Some(self.min_one_way.map_or(d, |x| x.min(d)));
         }
+        let owd = self.owd;
         for (kind, s) in self.samples.iter_mut() {
-            if let Some(raw) = raw_latency(&o, *kind) {
-                s.exact.push((m.index, o.retransmissions, raw.as_nanos()));
+            let Some(raw) = raw_latency(&o, *kind) else {
+                continue;
+            };
+            if s.hist.is_none() && self.sample_limit.is_some_and(|l| s.exact.len() >= l) {
+                let mut h = LatencyHistogram::new();
+                for (_, r, v) in s.exact.drain(..) {
+                    h.record(r, corrected_now(owd, *kind, Duration::from_nanos(v)).as_nanos());
+                }
+                s.exact.shrink_to_fit();
+                s.hist = Some(h);
+            }
+            match &mut s.hist {
+                Some(h) => h.record(o.retransmissions, corrected_now(owd, *kind, raw).as_nanos()),
+                None => s.exact.push((m.index, o.retransmissions, raw.as_nanos())),
             }
         }
         let Some(kind) = self.slowest_kind else {
@@ -769,7 +805,7 @@ impl FlowStream {
         };
         let trail = MessageTrail {
             outcome: o,
-            latency: raw_latency(&o, kind).map(|l| self.corrected_now(kind, l)),
+            latency: raw_latency(&o, kind).map(|l| corrected_now(self.owd, kind, l)),
             copies: m.copies,
             arrivals: m.arrivals,
         };
@@ -790,17 +826,6 @@ impl FlowStream {
             self.recent.pop_front();
         }
         self.recent.push_back((m.index, trail));
-    }
-
-    /// The latency with a constant one-way delay removed where it is known
-    /// now (`Given`); `MinObserved` is removed at the end (the order of
-    /// latencies does not change: every delivery latency is at least the
-    /// smallest one-way sample).
-    fn corrected_now(&self, kind: LatencyKind, raw: Duration) -> Duration {
-        match self.owd {
-            OwdCorrection::Given(d) if kind.owd_corrected() => raw.saturating_sub(d),
-            _ => raw,
-        }
     }
 
     /// The earlier message of the same stream that arrived last before
@@ -891,11 +916,19 @@ impl FlowStream {
             .iter()
             .map(|(_, sent)| end.map_or(0, |e| e.saturating_duration_since(*sent).as_nanos()))
             .collect();
+        let mut histograms = BTreeMap::new();
         let latencies = self
             .kinds
             .iter()
             .map(|k| {
-                let mut v = self.samples.remove(k).unwrap_or_default().exact;
+                let Samples { exact: mut v, hist } = self.samples.remove(k).unwrap_or_default();
+                if let Some(h) = hist {
+                    let h = match self.owd {
+                        OwdCorrection::MinObserved if k.owd_corrected() => h.shifted_down(owd),
+                        _ => h,
+                    };
+                    histograms.insert(*k, h);
+                }
                 v.sort_unstable_by_key(|(i, _, _)| *i);
                 let fix = if k.owd_corrected() { owd } else { Duration::ZERO };
                 (
@@ -944,6 +977,7 @@ impl FlowStream {
                 counted: self.rx_packets_received,
             }),
             latencies,
+            histograms,
         };
         let thin_tracked = self.thin_seen;
         let min_one_way = self.min_one_way.unwrap_or(Duration::ZERO);
@@ -975,6 +1009,17 @@ impl FlowStream {
             }
         });
         Ok((digest, slowest))
+    }
+}
+
+/// The latency with a constant one-way delay removed where it is known
+/// while the flow runs (`Given`); `MinObserved` is removed at the end (the
+/// order of latencies does not change: every delivery latency is at least
+/// the smallest one-way sample, so none is cut at zero).
+fn corrected_now(owd: OwdCorrection, kind: LatencyKind, raw: Duration) -> Duration {
+    match owd {
+        OwdCorrection::Given(d) if kind.owd_corrected() => raw.saturating_sub(d),
+        _ => raw,
     }
 }
 
