@@ -26,13 +26,15 @@
 //! defined as in [`MessageOutcome`](crate::MessageOutcome). Given the same
 //! records, every counter equals the one `FlowAnalysis` computes from the
 //! sender trace alone (tested), except the spurious estimate beyond the
-//! window, the transmission count of data sent again after it was
-//! acknowledged (SCTP renege, not done by this stack), and the measured RTO
-//! (`Summary::rto_measured_*`: it needs when each timed-out unit was last
-//! sent; left at 0 / `None`).
+//! window and the transmission count of data sent again after it was
+//! acknowledged (SCTP renege, not done by this stack). The measured RTO
+//! (`Summary::rto_measured_*`) needs when each timed-out unit was last
+//! sent: kept per unit while its message is open (a timed-out unit is
+//! unacknowledged, so its message is open).
 //!
-//! Designed for SCTP (units are TSNs): a message of `n` units costs `5·n`
-//! bytes while open; TCP byte units would cost per byte.
+//! Designed for SCTP (units are TSNs): a message of `n` units costs `13·n`
+//! bytes while open; TCP byte units would cost per byte (the simulator's
+//! joint analysis, [`crate::FlowStream`], keeps unit ranges instead).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -69,6 +71,8 @@ struct Open {
     submitted: Instant,
     first_tx: Option<Instant>,
     tx: Vec<u32>,
+    /// When each unit was last transmitted.
+    last_tx: Vec<Option<Instant>>,
     acked: Vec<bool>,
     unacked: u64,
     last_ack: Option<Instant>,
@@ -110,6 +114,17 @@ pub struct StreamingFlow {
     rtt_sample_nanos: u64,
     rto_updates: u64,
     rto_nanos: u64,
+    /// The latest `Rto` record (time, value) and the value in force before
+    /// its instant; timeout-retransmission packets measured, the sum and
+    /// maximum of the time since the timed-out unit was last sent, and
+    /// the RTOs in force at those expiries (as `RecoveryCounts`).
+    rto_now: Option<(Instant, Duration)>,
+    rto_before: Option<Duration>,
+    rto_measured: u64,
+    rto_measured_nanos: u64,
+    rto_measured_max_nanos: u64,
+    rto_in_force: u64,
+    rto_in_force_nanos: u64,
     data_rtt_samples: u64,
     thin_transitions: u64,
     last_thin: Option<bool>,
@@ -154,6 +169,13 @@ impl StreamingFlow {
             rtt_sample_nanos: 0,
             rto_updates: 0,
             rto_nanos: 0,
+            rto_now: None,
+            rto_before: None,
+            rto_measured: 0,
+            rto_measured_nanos: 0,
+            rto_measured_max_nanos: 0,
+            rto_in_force: 0,
+            rto_in_force_nanos: 0,
             data_rtt_samples: 0,
             thin_transitions: 0,
             last_thin: None,
@@ -216,6 +238,7 @@ impl StreamingFlow {
                         submitted: time,
                         first_tx: None,
                         tx: vec![0; n],
+                        last_tx: vec![None; n],
                         acked: vec![false; n],
                         unacked: units.len(),
                         last_ack: None,
@@ -230,9 +253,31 @@ impl StreamingFlow {
                     self.extend_window(time);
                 }
                 let mut rtx = false;
+                let mut timer_waited: Option<Duration> = None;
                 for p in data {
                     let units = ok(p.units)?;
+                    if p.reason == TxReason::TimeoutRetransmit {
+                        if let Some(w) = self.since_previous_tx(units.start, time) {
+                            timer_waited = Some(timer_waited.map_or(w, |x| x.max(w)));
+                        }
+                    }
                     rtx |= self.on_piece(time, units, p.bytes, p.reason);
+                }
+                if let Some(w) = timer_waited {
+                    self.rto_measured += 1;
+                    self.rto_measured_nanos = self.rto_measured_nanos.saturating_add(w.as_nanos());
+                    self.rto_measured_max_nanos = self.rto_measured_max_nanos.max(w.as_nanos());
+                    // The RTO in force when the timer fired: the value set
+                    // before this instant.
+                    let in_force = match self.rto_now {
+                        Some((t, v)) if t < time => Some(v),
+                        _ => self.rto_before,
+                    };
+                    if let Some(v) = in_force {
+                        self.rto_in_force += 1;
+                        self.rto_in_force_nanos =
+                            self.rto_in_force_nanos.saturating_add(v.as_nanos());
+                    }
                 }
                 if rtx {
                     self.retransmission_packets += 1;
@@ -277,6 +322,12 @@ impl StreamingFlow {
                 }
             }
             Record::Rto { rto, .. } => {
+                if let Some((t, v)) = self.rto_now {
+                    if t < time {
+                        self.rto_before = Some(v);
+                    }
+                }
+                self.rto_now = Some((time, *rto));
                 self.rto_updates += 1;
                 self.rto_nanos = self.rto_nanos.saturating_add(rto.as_nanos());
             }
@@ -305,6 +356,15 @@ impl StreamingFlow {
             _ => {}
         }
         Ok(())
+    }
+
+    /// How long ago `unit` was last transmitted, if its message is open and
+    /// it was sent.
+    fn since_previous_tx(&self, unit: u64, time: Instant) -> Option<Duration> {
+        let id = self.owner_range(Units::one(unit)).next()?;
+        let m = self.open.get(&id)?;
+        let last = m.last_tx[(unit - m.units.start) as usize]?;
+        Some(time.saturating_duration_since(last))
     }
 
     /// Ids of open messages whose units overlap `units`.
@@ -387,6 +447,7 @@ impl StreamingFlow {
             let lo = units.start.max(m.units.start);
             let hi = units.end.min(m.units.end);
             for u in lo..hi {
+                m.last_tx[(u - m.units.start) as usize] = Some(time);
                 let c = &mut m.tx[(u - m.units.start) as usize];
                 before = before.max(*c);
                 if *c == 0 {
@@ -581,11 +642,14 @@ impl StreamingFlow {
                 .then(|| self.rtt_sample_nanos as f64 / self.rtt_samples as f64 / 1e6),
             rto_mean_ms: (self.rto_updates > 0)
                 .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
-            // When each timed-out piece was last sent is not kept here.
-            rto_measured_count: 0,
-            rto_measured_mean_ms: None,
-            rto_measured_max_ms: None,
-            rto_at_expiry_mean_ms: None,
+            rto_measured_count: self.rto_measured,
+            rto_measured_mean_ms: (self.rto_measured > 0).then(|| {
+                self.rto_measured_nanos as f64 / self.rto_measured as f64 / 1e6
+            }),
+            rto_measured_max_ms: (self.rto_measured > 0)
+                .then(|| self.rto_measured_max_nanos as f64 / 1e6),
+            rto_at_expiry_mean_ms: (self.rto_in_force > 0)
+                .then(|| self.rto_in_force_nanos as f64 / self.rto_in_force as f64 / 1e6),
         }
     }
 }
