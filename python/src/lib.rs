@@ -65,6 +65,15 @@ fn run(
         records_run: None,
     };
     let (json, columns) = py.allow_threads(|| -> Result<(String, Option<Samples>), String> {
+        // Without per-message samples, each run is reduced to its record
+        // as it runs (streamed where the scenario allows it: memory does
+        // not grow with the simulated duration); with them, every run
+        // keeps its full analysis.
+        if !samples {
+            let records = thinstream_lab::run_records(&plan, &plan.runs, &run_options)
+                .map_err(|e| e.to_string())?;
+            return Ok((Results::from_records(&plan, &records, 0.0).to_json(), None));
+        }
         let outcomes = run_all(&plan, &run_options).map_err(|e| e.to_string())?;
         let results = Results::build(&plan, &outcomes, 0.0);
         let columns = samples.then(|| {
