@@ -11,12 +11,13 @@
 //!   rank, clamped to the exact maximum. Buckets are 1 ns wide below
 //!   2048 ns and at most `v / 1024` wide above, so the value reported is
 //!   never below the exact percentile `v` and at most `v / 1024` (0.098 %)
-//!   above it. A histogram whose values were shifted down by a one-way
-//!   delay `d` after recording ([`LatencyHistogram::shifted_down`]; the
-//!   `min-observed` correction, known only at the end of a flow) keeps the
-//!   bucket width of the unshifted value and is bucketed again: at most
-//!   `(2·v + d) / 1024` above (0.2 % of the value plus 0.1 % of the
-//!   one-way delay; e.g. 0.44 ms at 200 ms over a 50-ms path).
+//!   above it. A histogram whose values were shifted by `d` after
+//!   recording ([`LatencyHistogram::shifted_up`], `shifted_down`) keeps
+//!   the bucket width of the unshifted value and is bucketed again: at
+//!   most `(2·v + d) / 1024` above. (The streaming analysis records
+//!   delivery latencies with the smallest one-way delay seen so far
+//!   removed and shifts only when a smaller one turns up later, by the
+//!   difference: rare, and small.)
 //!
 //! Memory: about 128 KiB per group in use (4-byte counters, values up to
 //! about 20 minutes), whatever the number of samples.
@@ -124,24 +125,44 @@ impl LatencyHistogram {
         }
     }
 
-    /// Every value moved down by `d` (none may be below `d`: the
-    /// `min-observed` one-way delay is at most every delivery latency).
+    /// Every value moved down by `d` (values below `d` become 0).
     pub fn shifted_down(&self, d: Duration) -> LatencyHistogram {
+        self.shifted(d, false)
+    }
+
+    /// Every value moved up by `d`.
+    pub fn shifted_up(&self, d: Duration) -> LatencyHistogram {
+        self.shifted(d, true)
+    }
+
+    fn shifted(&self, d: Duration, up: bool) -> LatencyHistogram {
         let d = d.as_nanos();
+        let mv = |v: u64| {
+            if up {
+                v.saturating_add(d)
+            } else {
+                v.saturating_sub(d)
+            }
+        };
         let mut out = LatencyHistogram::new();
         for (g, o) in out.groups.iter_mut().zip(&self.groups) {
             for (v, c) in o.buckets() {
                 // A bucket's highest value may lie above the exact maximum.
-                let v = v.min(o.max).saturating_sub(d);
+                let v = mv(v.min(o.max));
                 if g.hist.record_n(v, c as u32).is_err() {
                     g.hist.saturating_record_n(v, c as u32);
                 }
             }
             if o.count > 0 {
                 g.count = o.count;
-                g.sum = o.sum.saturating_sub(u128::from(d) * u128::from(o.count));
-                g.min = o.min.saturating_sub(d);
-                g.max = o.max.saturating_sub(d);
+                let total = u128::from(d) * u128::from(o.count);
+                g.sum = if up {
+                    o.sum + total
+                } else {
+                    o.sum.saturating_sub(total)
+                };
+                g.min = mv(o.min);
+                g.max = mv(o.max);
             }
         }
         out

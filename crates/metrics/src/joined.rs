@@ -179,6 +179,9 @@ impl UnitSet {
 struct Samples {
     exact: Vec<(u64, u32, u64)>,
     hist: Option<LatencyHistogram>,
+    /// `min-observed`: the one-way delay removed from the histogram's
+    /// values so far (the smallest seen when they were recorded).
+    base: Duration,
 }
 
 /// See the module documentation.
@@ -783,20 +786,34 @@ impl FlowStream {
             self.min_one_way = Some(self.min_one_way.map_or(d, |x| x.min(d)));
         }
         let owd = self.owd;
+        let min = self.min_one_way.unwrap_or(Duration::ZERO);
         for (kind, s) in self.samples.iter_mut() {
             let Some(raw) = raw_latency(&o, *kind) else {
                 continue;
             };
+            // With `min-observed`, histogram values have the smallest
+            // one-way delay so far removed (every delivery latency is at
+            // least that): a later, smaller one shifts them up.
+            let provisional = matches!(owd, OwdCorrection::MinObserved) && kind.owd_corrected();
             if s.hist.is_none() && self.sample_limit.is_some_and(|l| s.exact.len() >= l) {
                 let mut h = LatencyHistogram::new();
+                s.base = if provisional { min } else { Duration::ZERO };
                 for (_, r, v) in s.exact.drain(..) {
-                    h.record(r, corrected_now(owd, *kind, Duration::from_nanos(v)).as_nanos());
+                    let v = corrected_now(owd, *kind, Duration::from_nanos(v));
+                    h.record(r, v.saturating_sub(s.base).as_nanos());
                 }
                 s.exact.shrink_to_fit();
                 s.hist = Some(h);
             }
             match &mut s.hist {
-                Some(h) => h.record(o.retransmissions, corrected_now(owd, *kind, raw).as_nanos()),
+                Some(h) => {
+                    if provisional && min < s.base {
+                        *h = h.shifted_up(s.base - min);
+                        s.base = min;
+                    }
+                    let v = corrected_now(owd, *kind, raw).saturating_sub(s.base);
+                    h.record(o.retransmissions, v.as_nanos());
+                }
                 None => s.exact.push((m.index, o.retransmissions, raw.as_nanos())),
             }
         }
@@ -921,11 +938,18 @@ impl FlowStream {
             .kinds
             .iter()
             .map(|k| {
-                let Samples { exact: mut v, hist } = self.samples.remove(k).unwrap_or_default();
+                let Samples {
+                    exact: mut v,
+                    hist,
+                    base,
+                } = self.samples.remove(k).unwrap_or_default();
                 if let Some(h) = hist {
-                    let h = match self.owd {
-                        OwdCorrection::MinObserved if k.owd_corrected() => h.shifted_down(owd),
-                        _ => h,
+                    // `base` is 0 or the provisional one-way delay, which
+                    // is at least the final one.
+                    let h = if base > owd {
+                        h.shifted_up(base - owd)
+                    } else {
+                        h
                     };
                     histograms.insert(*k, h);
                 }
