@@ -52,7 +52,12 @@ fn assert_streaming_exact(text: &str) {
                 "{name}: tohd bytes"
             );
             for k in &kinds {
-                assert_eq!(fa.samples(*k), fb.samples(*k), "{name}: {} samples", k.name());
+                assert_eq!(
+                    fa.samples(*k),
+                    fb.samples(*k),
+                    "{name}: {} samples",
+                    k.name()
+                );
             }
         }
         assert_eq!(a.worst, b.worst, "{name}: slowest message path");
@@ -247,7 +252,10 @@ also = ["ack"]
         let p6 = out.stream_peak.unwrap();
         assert!(p6.open_messages <= 64, "{name}: {p6:?}");
         assert!(p6.stored_ranges <= 1024, "{name}: {p6:?}");
-        assert!(p6.exact_samples <= 2 * STREAM_SAMPLE_LIMIT, "{name}: {p6:?}");
+        assert!(
+            p6.exact_samples <= 2 * STREAM_SAMPLE_LIMIT,
+            "{name}: {p6:?}"
+        );
         assert!(p6.records_per_pause <= 2000, "{name}: {p6:?}");
         assert!(
             p6.open_messages <= p1.open_messages.max(16)
@@ -256,7 +264,10 @@ also = ["ack"]
         );
         let digests = out.digests.unwrap();
         let kind = LatencyKind::Application;
-        assert!(digests[0].histograms.contains_key(&kind), "{name}: 86400 messages > limit");
+        assert!(
+            digests[0].histograms.contains_key(&kind),
+            "{name}: 86400 messages > limit"
+        );
         assert!(digests[0].samples(kind).is_empty());
 
         let full = run_one(&long, &long.runs[i], Detail::default()).unwrap();
@@ -277,13 +288,24 @@ also = ["ack"]
             );
         };
         let (e, a) = (exact.latency_ms.unwrap(), approx.latency_ms.unwrap());
-        assert_eq!((e.mean, e.max), (a.mean, a.max), "{name}: mean and max exact");
+        assert_eq!(
+            (e.mean, e.max),
+            (a.mean, a.max),
+            "{name}: mean and max exact"
+        );
         within(e.p50, a.p50, "p50");
         within(e.p90, a.p90, "p90");
         within(e.p99, a.p99, "p99");
         within(e.p999, a.p999, "p99.9");
-        for (re, ra) in exact.by_retransmissions.iter().zip(&approx.by_retransmissions) {
-            assert_eq!((re.count, re.mean_ms, re.max_ms), (ra.count, ra.mean_ms, ra.max_ms));
+        for (re, ra) in exact
+            .by_retransmissions
+            .iter()
+            .zip(&approx.by_retransmissions)
+        {
+            assert_eq!(
+                (re.count, re.mean_ms, re.max_ms),
+                (ra.count, ra.mean_ms, ra.max_ms)
+            );
             if let (Some(e), Some(a)) = (re.p99_ms, ra.p99_ms) {
                 within(e, a, "p99 by retransmissions");
             }

@@ -317,7 +317,9 @@ mod tests {
         let mut exact: Vec<u64> = Vec::new();
         let mut x = 12345u64;
         for i in 0..200_000u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let v = match i % 5 {
                 0 => 0,
                 1 => 200_000_000,
@@ -331,7 +333,12 @@ mod tests {
         let s = h.stats(None).unwrap();
         assert_eq!((s.count, s.min, s.max), (e.count, e.min, e.max));
         assert_eq!(s.mean_ns, e.mean_ns);
-        for (a, b) in [(s.p50, e.p50), (s.p90, e.p90), (s.p99, e.p99), (s.p999, e.p999)] {
+        for (a, b) in [
+            (s.p50, e.p50),
+            (s.p90, e.p90),
+            (s.p99, e.p99),
+            (s.p999, e.p999),
+        ] {
             let (a, b) = (a.as_nanos(), b.as_nanos());
             assert!(a >= b && a - b <= b / 1024, "{a} vs exact {b}");
         }
@@ -349,7 +356,10 @@ mod tests {
         for v in [50_000_000u64, 50_000_001, 250_000_000, 1_050_000_000] {
             h.record(1, v);
         }
-        let s = h.shifted_down(Duration::from_millis(50)).stats(Some(1)).unwrap();
+        let s = h
+            .shifted_down(Duration::from_millis(50))
+            .stats(Some(1))
+            .unwrap();
         assert_eq!(s.min.as_nanos(), 0);
         assert_eq!(s.max.as_nanos(), 1_000_000_000);
         assert_eq!(s.mean_ns, (1.0 + 200_000_000.0 + 1_000_000_000.0) / 4.0);

@@ -57,11 +57,11 @@ use thinstream_base::{Duration, Instant};
 
 use crate::digest::{FlowDigest, LatencySample, LossCounts};
 use crate::error::{MetricsError, Side};
-use crate::hist::LatencyHistogram;
 use crate::flow::{
     pro_rata, AppSend, LatencyKind, LossMethod, MessageOutcome, OwdCorrection, ReasonRow,
     RecoveryCounts,
 };
+use crate::hist::LatencyHistogram;
 use crate::ranges::RangeMap;
 
 /// Final messages whose paths are kept to name the message the slowest one
@@ -619,8 +619,10 @@ impl FlowStream {
             }
             Record::RttSample { data, rtt, .. } => {
                 self.recovery.rtt_samples += 1;
-                self.recovery.rtt_sample_nanos =
-                    self.recovery.rtt_sample_nanos.saturating_add(rtt.as_nanos());
+                self.recovery.rtt_sample_nanos = self
+                    .recovery
+                    .rtt_sample_nanos
+                    .saturating_add(rtt.as_nanos());
                 if *data {
                     self.recovery.data_rtt_samples += 1;
                 }
@@ -954,7 +956,11 @@ impl FlowStream {
                     histograms.insert(*k, h);
                 }
                 v.sort_unstable_by_key(|(i, _, _)| *i);
-                let fix = if k.owd_corrected() { owd } else { Duration::ZERO };
+                let fix = if k.owd_corrected() {
+                    owd
+                } else {
+                    Duration::ZERO
+                };
                 (
                     *k,
                     v.into_iter()

@@ -643,9 +643,8 @@ impl StreamingFlow {
             rto_mean_ms: (self.rto_updates > 0)
                 .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
             rto_measured_count: self.rto_measured,
-            rto_measured_mean_ms: (self.rto_measured > 0).then(|| {
-                self.rto_measured_nanos as f64 / self.rto_measured as f64 / 1e6
-            }),
+            rto_measured_mean_ms: (self.rto_measured > 0)
+                .then(|| self.rto_measured_nanos as f64 / self.rto_measured as f64 / 1e6),
             rto_measured_max_ms: (self.rto_measured > 0)
                 .then(|| self.rto_measured_max_nanos as f64 / 1e6),
             rto_at_expiry_mean_ms: (self.rto_in_force > 0)
