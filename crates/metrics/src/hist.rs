@@ -65,6 +65,22 @@ impl Group {
         self.max = self.max.max(nanos);
     }
 
+    /// Adds every sample of `o`.
+    fn add(&mut self, o: &Group) {
+        if o.count == 0 {
+            return;
+        }
+        if self.hist.add(&o.hist).is_err() {
+            for (v, c) in o.buckets() {
+                self.hist.saturating_record_n(v, c as u32);
+            }
+        }
+        self.count += o.count;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
     /// `(highest value of the bucket, count)` of every non-empty bucket, ascending.
     fn buckets(&self) -> Vec<(u64, u64)> {
         self.hist
@@ -110,18 +126,7 @@ impl LatencyHistogram {
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
         for (g, o) in self.groups.iter_mut().zip(&other.groups) {
-            if o.count == 0 {
-                continue;
-            }
-            if g.hist.add(&o.hist).is_err() {
-                for (v, c) in o.buckets() {
-                    g.hist.saturating_record_n(v, c as u32);
-                }
-            }
-            g.count += o.count;
-            g.sum += o.sum;
-            g.min = g.min.min(o.min);
-            g.max = g.max.max(o.max);
+            g.add(o);
         }
     }
 
@@ -177,18 +182,7 @@ impl LatencyHistogram {
     fn pooled(&self) -> Group {
         let mut all = Group::new();
         for g in &self.groups {
-            if g.count == 0 {
-                continue;
-            }
-            if all.hist.add(&g.hist).is_err() {
-                for (v, c) in g.buckets() {
-                    all.hist.saturating_record_n(v, c as u32);
-                }
-            }
-            all.count += g.count;
-            all.sum += g.sum;
-            all.min = all.min.min(g.min);
-            all.max = all.max.max(g.max);
+            all.add(g);
         }
         all
     }

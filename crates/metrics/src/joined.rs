@@ -437,7 +437,18 @@ impl FlowStream {
         match rec {
             Record::Arrived { units, .. } => {
                 let units = self.units_ok(Side::Receiver, *units)?;
-                for part in self.done.outside(units).0 {
+                let (parts, in_done) = self.done.outside(units);
+                if in_done > 0 {
+                    // A late copy of a final message: still part of the
+                    // paths kept for the slowest message.
+                    self.each_final_trail(|t| {
+                        let u = t.outcome.units;
+                        if u.start < units.end && units.start < u.end {
+                            t.arrivals.push((time, units));
+                        }
+                    });
+                }
+                for part in parts {
                     if self.arrived.fill_gaps(part, time) == 0 {
                         continue;
                     }
@@ -635,6 +646,14 @@ impl FlowStream {
                 self.thin_seen = true;
                 self.thin_pending.push((time, *thin));
                 self.fold_thin();
+                // A copy's verdict is the last one at or before its
+                // instant, later records of the same instant included.
+                let verdict = Some(*thin);
+                self.each_trail(|copies, _| {
+                    for c in copies.iter_mut().rev().take_while(|c| c.0 == time) {
+                        c.3 = verdict;
+                    }
+                });
             }
             Record::PacketReceived { .. } => self.tx_packets_received += 1,
             _ => {}
@@ -724,6 +743,28 @@ impl FlowStream {
         }
         self.thin_state = thin;
         self.thin_since = Some(at);
+    }
+
+    /// Calls `f` with the copies and arrivals of every message whose path
+    /// is kept (open, recent, slowest).
+    fn each_trail(&mut self, mut f: impl FnMut(&mut Vec<PathCopy>, &mut Vec<(Instant, Units)>)) {
+        for m in self.open.values_mut() {
+            f(&mut m.copies, &mut m.arrivals);
+        }
+        self.each_final_trail(|t| f(&mut t.copies, &mut t.arrivals));
+    }
+
+    /// Calls `f` with every kept path of a final message (recent, slowest).
+    fn each_final_trail(&mut self, mut f: impl FnMut(&mut MessageTrail)) {
+        for (_, t) in self.recent.iter_mut() {
+            f(t);
+        }
+        if let Some((_, w, b)) = &mut self.slowest {
+            f(w);
+            if let Some(b) = b {
+                f(b);
+            }
+        }
     }
 
     /// Finalizes the open messages overlapping `units` that became final.
