@@ -63,6 +63,7 @@ use crate::flow::{
 };
 use crate::hist::LatencyHistogram;
 use crate::ranges::RangeMap;
+use crate::streaming::ThinClock;
 
 /// Final messages whose paths are kept to name the message the slowest one
 /// waited for (in-order delivery).
@@ -228,10 +229,7 @@ pub struct FlowStream {
     rto_before: Option<Duration>,
     thin_seen: bool,
     thin_last: Option<bool>,
-    thin_pending: Vec<(Instant, bool)>,
-    thin_state: bool,
-    thin_since: Option<Instant>,
-    thin_ns: u64,
+    thin: ThinClock,
     window: Option<(Instant, Instant)>,
     span: Option<(Instant, Instant)>,
     last: [Option<Instant>; 2],
@@ -293,10 +291,7 @@ impl FlowStream {
             rto_before: None,
             thin_seen: false,
             thin_last: None,
-            thin_pending: Vec::new(),
-            thin_state: false,
-            thin_since: None,
-            thin_ns: 0,
+            thin: ThinClock::default(),
             window: None,
             span: None,
             last: [None, None],
@@ -644,8 +639,8 @@ impl FlowStream {
                 }
                 self.thin_last = Some(*thin);
                 self.thin_seen = true;
-                self.thin_pending.push((time, *thin));
-                self.fold_thin();
+                self.thin.change(time, *thin);
+                self.thin.fold(self.window, false);
                 // A copy's verdict is the last one at or before its
                 // instant, later records of the same instant included.
                 let verdict = Some(*thin);
@@ -716,33 +711,7 @@ impl FlowStream {
             None => (t, t),
             Some((a, b)) => (a.min(t), b.max(t)),
         });
-        self.fold_thin();
-    }
-
-    /// Folds the verdict changes that lie inside the data window so far
-    /// (their clamped times cannot change any more).
-    fn fold_thin(&mut self) {
-        let Some((from, to)) = self.window else {
-            return;
-        };
-        let keep = self.thin_pending.iter().filter(|(c, _)| *c > to).count();
-        let fold: Vec<(Instant, bool)> = self
-            .thin_pending
-            .drain(..self.thin_pending.len() - keep)
-            .collect();
-        for (c, thin) in fold {
-            self.thin_step(c.clamp(from, to), thin);
-        }
-    }
-
-    fn thin_step(&mut self, at: Instant, thin: bool) {
-        if self.thin_state {
-            if let Some(s) = self.thin_since {
-                self.thin_ns += at.saturating_duration_since(s).as_nanos();
-            }
-        }
-        self.thin_state = thin;
-        self.thin_since = Some(at);
+        self.thin.fold(self.window, false);
     }
 
     /// Calls `f` with the copies and arrivals of every message whose path
@@ -950,19 +919,9 @@ impl FlowStream {
         for (_, start) in rest {
             self.finalize(start);
         }
-        if let Some((from, to)) = self.window {
-            for (c, thin) in std::mem::take(&mut self.thin_pending) {
-                self.thin_step(c.clamp(from, to), thin);
-            }
-            if self.thin_seen {
-                let mut ns = self.thin_ns;
-                if self.thin_state {
-                    if let Some(s) = self.thin_since {
-                        ns += to.saturating_duration_since(s).as_nanos();
-                    }
-                }
-                self.recovery.thin_time = Some((Duration::from_nanos(ns), to - from));
-            }
+        self.thin.fold(self.window, true);
+        if let (Some((from, to)), true) = (self.window, self.thin_seen) {
+            self.recovery.thin_time = Some((self.thin.total((from, to)), to - from));
         }
         let owd = match self.owd {
             OwdCorrection::None => Duration::ZERO,

@@ -45,6 +45,59 @@ use crate::error::{MetricsError, Side};
 use crate::summary::{LatencyMs, RetransmissionRow, Summary};
 use crate::LatencyKind;
 
+/// Time classified thin, computed as the data window grows (what the
+/// whole-trace analysis computes from every verdict change at the end):
+/// a change is folded in once the window reaches it (its time clamped into
+/// the window cannot move any more); the others wait.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ThinClock {
+    pending: Vec<(Instant, bool)>,
+    state: bool,
+    since: Option<Instant>,
+    ns: u64,
+}
+
+impl ThinClock {
+    pub(crate) fn change(&mut self, at: Instant, thin: bool) {
+        self.pending.push((at, thin));
+    }
+
+    /// Folds the changes inside `window` so far, or every change (`all`,
+    /// at the end of the flow).
+    pub(crate) fn fold(&mut self, window: Option<(Instant, Instant)>, all: bool) {
+        let Some((from, to)) = window else {
+            return;
+        };
+        let keep = if all {
+            0
+        } else {
+            self.pending.iter().filter(|(c, _)| *c > to).count()
+        };
+        let fold: Vec<(Instant, bool)> = self.pending.drain(..self.pending.len() - keep).collect();
+        for (c, thin) in fold {
+            let at = c.clamp(from, to);
+            if self.state {
+                if let Some(s) = self.since {
+                    self.ns += at.saturating_duration_since(s).as_nanos();
+                }
+            }
+            self.state = thin;
+            self.since = Some(at);
+        }
+    }
+
+    /// Thin time up to the end of `window`.
+    pub(crate) fn total(&self, (from, to): (Instant, Instant)) -> Duration {
+        let mut ns = self.ns;
+        if self.state {
+            if let Some(s) = self.since {
+                ns += to.saturating_duration_since(s.clamp(from, to)).as_nanos();
+            }
+        }
+        Duration::from_nanos(ns)
+    }
+}
+
 /// Retransmitted pieces kept for matching duplicate reports.
 pub const SPURIOUS_WINDOW: usize = 16_384;
 
@@ -128,12 +181,7 @@ pub struct StreamingFlow {
     data_rtt_samples: u64,
     thin_transitions: u64,
     last_thin: Option<bool>,
-    /// Verdict changes not yet folded into `thin_ns` (those after the
-    /// current end of the data window).
-    thin_changes: Vec<(Instant, bool)>,
-    thin_state: bool,
-    thin_since: Option<Instant>,
-    thin_ns: u64,
+    thin: ThinClock,
     window: Option<(Instant, Instant)>,
     last_time: Option<Instant>,
     records: u64,
@@ -179,10 +227,7 @@ impl StreamingFlow {
             data_rtt_samples: 0,
             thin_transitions: 0,
             last_thin: None,
-            thin_changes: Vec::new(),
-            thin_state: false,
-            thin_since: None,
-            thin_ns: 0,
+            thin: ThinClock::default(),
             window: None,
             last_time: None,
             records: 0,
@@ -336,7 +381,7 @@ impl StreamingFlow {
                     self.thin_transitions += 1;
                 }
                 self.last_thin = Some(*thin);
-                self.thin_changes.push((time, *thin));
+                self.thin.change(time, *thin);
             }
             Record::DuplicateReported { units, .. } => {
                 let unit = ok(*units)?.start;
@@ -408,26 +453,7 @@ impl StreamingFlow {
     fn extend_window(&mut self, t: Instant) {
         let (from, _) = *self.window.get_or_insert((t, t));
         self.window = Some((from, t));
-        // Fold the verdict changes up to the window's new end.
-        let to = t;
-        let keep = self.thin_changes.iter().filter(|(c, _)| *c > to).count();
-        let fold: Vec<(Instant, bool)> = self
-            .thin_changes
-            .drain(..self.thin_changes.len() - keep)
-            .collect();
-        for (c, thin) in fold {
-            self.thin_step(c.clamp(from, to), thin);
-        }
-    }
-
-    fn thin_step(&mut self, at: Instant, thin: bool) {
-        if self.thin_state {
-            if let Some(s) = self.thin_since {
-                self.thin_ns += at.saturating_duration_since(s).as_nanos();
-            }
-        }
-        self.thin_state = thin;
-        self.thin_since = Some(at);
+        self.thin.fold(self.window, false);
     }
 
     fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
@@ -497,11 +523,7 @@ impl StreamingFlow {
         for id in ids {
             self.finish_one(id);
         }
-        if let Some((from, to)) = self.window {
-            for (c, thin) in std::mem::take(&mut self.thin_changes) {
-                self.thin_step(c.clamp(from, to), thin);
-            }
-        }
+        self.thin.fold(self.window, true);
     }
 
     /// Messages submitted and not yet final.
@@ -566,13 +588,7 @@ impl StreamingFlow {
     pub fn thin_time(&self) -> Option<(Duration, Duration)> {
         self.last_thin?;
         let (from, to) = self.window?;
-        let mut ns = self.thin_ns;
-        if self.thin_state {
-            if let Some(s) = self.thin_since {
-                ns += to.saturating_duration_since(s.clamp(from, to)).as_nanos();
-            }
-        }
-        Some((Duration::from_nanos(ns), to - from))
+        Some((self.thin.total((from, to)), to - from))
     }
 
     /// The summary fields this sender-side analysis knows, in the shape of
