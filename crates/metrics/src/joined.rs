@@ -59,7 +59,7 @@ use crate::digest::{FlowDigest, LatencySample, LossCounts};
 use crate::error::{MetricsError, Side};
 use crate::flow::{
     pro_rata, AppSend, LatencyKind, LossMethod, MessageOutcome, OwdCorrection, ReasonRow,
-    RecoveryCounts,
+    RecoveryCounts, RtoClock,
 };
 use crate::hist::LatencyHistogram;
 use crate::ranges::RangeMap;
@@ -225,8 +225,7 @@ pub struct FlowStream {
     rx_packets_sent: u64,
     rx_packets_received: u64,
     recovery: RecoveryCounts,
-    rto_now: Option<(Instant, Duration)>,
-    rto_before: Option<Duration>,
+    rto: RtoClock,
     thin_seen: bool,
     thin_last: Option<bool>,
     thin: ThinClock,
@@ -287,8 +286,7 @@ impl FlowStream {
             rx_packets_sent: 0,
             rx_packets_received: 0,
             recovery: RecoveryCounts::default(),
-            rto_now: None,
-            rto_before: None,
+            rto: RtoClock::default(),
             thin_seen: false,
             thin_last: None,
             thin: ThinClock::default(),
@@ -565,18 +563,7 @@ impl FlowStream {
                     carries_retransmission |= self.on_piece(time, units, piece.bytes, piece.reason);
                 }
                 if let Some(w) = timer_waited {
-                    let in_force = match self.rto_now {
-                        Some((t, v)) if t < time => Some(v),
-                        _ => self.rto_before,
-                    };
-                    let r = &mut self.recovery;
-                    r.rto_measured += 1;
-                    r.rto_measured_nanos = r.rto_measured_nanos.saturating_add(w.as_nanos());
-                    r.rto_measured_max_nanos = r.rto_measured_max_nanos.max(w.as_nanos());
-                    if let Some(v) = in_force {
-                        r.rto_in_force += 1;
-                        r.rto_in_force_nanos = r.rto_in_force_nanos.saturating_add(v.as_nanos());
-                    }
+                    self.rto.fired(time, w, &mut self.recovery);
                 }
                 if carries_retransmission {
                     self.tx_retransmission_packets += 1;
@@ -613,16 +600,7 @@ impl FlowStream {
                 }
                 self.finish_ready(units, time);
             }
-            Record::Rto { rto, .. } => {
-                if let Some((t, v)) = self.rto_now {
-                    if t < time {
-                        self.rto_before = Some(v);
-                    }
-                }
-                self.rto_now = Some((time, *rto));
-                self.recovery.rto_updates += 1;
-                self.recovery.rto_nanos = self.recovery.rto_nanos.saturating_add(rto.as_nanos());
-            }
+            Record::Rto { rto, .. } => self.rto.set(time, *rto, &mut self.recovery),
             Record::RttSample { data, rtt, .. } => {
                 self.recovery.rtt_samples += 1;
                 self.recovery.rtt_sample_nanos = self

@@ -42,6 +42,7 @@ use thinstream_base::trace::{Record, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
 use crate::error::{MetricsError, Side};
+use crate::flow::{RecoveryCounts, RtoClock};
 use crate::summary::{LatencyMs, RetransmissionRow, Summary};
 use crate::LatencyKind;
 
@@ -165,19 +166,10 @@ pub struct StreamingFlow {
     redundant_bytes: u64,
     rtt_samples: u64,
     rtt_sample_nanos: u64,
-    rto_updates: u64,
-    rto_nanos: u64,
-    /// The latest `Rto` record (time, value) and the value in force before
-    /// its instant; timeout-retransmission packets measured, the sum and
-    /// maximum of the time since the timed-out unit was last sent, and
-    /// the RTOs in force at those expiries (as `RecoveryCounts`).
-    rto_now: Option<(Instant, Duration)>,
-    rto_before: Option<Duration>,
-    rto_measured: u64,
-    rto_measured_nanos: u64,
-    rto_measured_max_nanos: u64,
-    rto_in_force: u64,
-    rto_in_force_nanos: u64,
+    /// `Rto` records and the measured RTO (the `rto_*` fields of
+    /// `RecoveryCounts`; it needs when each timed-out unit was last sent).
+    rto_counts: RecoveryCounts,
+    rto: RtoClock,
     data_rtt_samples: u64,
     thin_transitions: u64,
     last_thin: Option<bool>,
@@ -215,15 +207,8 @@ impl StreamingFlow {
             redundant_bytes: 0,
             rtt_samples: 0,
             rtt_sample_nanos: 0,
-            rto_updates: 0,
-            rto_nanos: 0,
-            rto_now: None,
-            rto_before: None,
-            rto_measured: 0,
-            rto_measured_nanos: 0,
-            rto_measured_max_nanos: 0,
-            rto_in_force: 0,
-            rto_in_force_nanos: 0,
+            rto_counts: RecoveryCounts::default(),
+            rto: RtoClock::default(),
             data_rtt_samples: 0,
             thin_transitions: 0,
             last_thin: None,
@@ -309,20 +294,7 @@ impl StreamingFlow {
                     rtx |= self.on_piece(time, units, p.bytes, p.reason);
                 }
                 if let Some(w) = timer_waited {
-                    self.rto_measured += 1;
-                    self.rto_measured_nanos = self.rto_measured_nanos.saturating_add(w.as_nanos());
-                    self.rto_measured_max_nanos = self.rto_measured_max_nanos.max(w.as_nanos());
-                    // The RTO in force when the timer fired: the value set
-                    // before this instant.
-                    let in_force = match self.rto_now {
-                        Some((t, v)) if t < time => Some(v),
-                        _ => self.rto_before,
-                    };
-                    if let Some(v) = in_force {
-                        self.rto_in_force += 1;
-                        self.rto_in_force_nanos =
-                            self.rto_in_force_nanos.saturating_add(v.as_nanos());
-                    }
+                    self.rto.fired(time, w, &mut self.rto_counts);
                 }
                 if rtx {
                     self.retransmission_packets += 1;
@@ -366,16 +338,7 @@ impl StreamingFlow {
                     self.data_rtt_samples += 1;
                 }
             }
-            Record::Rto { rto, .. } => {
-                if let Some((t, v)) = self.rto_now {
-                    if t < time {
-                        self.rto_before = Some(v);
-                    }
-                }
-                self.rto_now = Some((time, *rto));
-                self.rto_updates += 1;
-                self.rto_nanos = self.rto_nanos.saturating_add(rto.as_nanos());
-            }
+            Record::Rto { rto, .. } => self.rto.set(time, *rto, &mut self.rto_counts),
             Record::Thin { thin, .. } => {
                 if self.last_thin.is_some_and(|t| t != *thin) {
                     self.thin_transitions += 1;
@@ -607,6 +570,7 @@ impl StreamingFlow {
         by_retransmissions: Vec<RetransmissionRow>,
         delivered: Option<u64>,
     ) -> Summary {
+        let r = &self.rto_counts;
         let omega = self.payload_bytes_sent;
         let unique = self.unique_bytes_sent.min(omega);
         let repeated = omega - unique;
@@ -656,15 +620,15 @@ impl StreamingFlow {
             undelivered_waited_p50_ms: None,
             rtt_sample_mean_ms: (self.rtt_samples > 0)
                 .then(|| self.rtt_sample_nanos as f64 / self.rtt_samples as f64 / 1e6),
-            rto_mean_ms: (self.rto_updates > 0)
-                .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
-            rto_measured_count: self.rto_measured,
-            rto_measured_mean_ms: (self.rto_measured > 0)
-                .then(|| self.rto_measured_nanos as f64 / self.rto_measured as f64 / 1e6),
-            rto_measured_max_ms: (self.rto_measured > 0)
-                .then(|| self.rto_measured_max_nanos as f64 / 1e6),
-            rto_at_expiry_mean_ms: (self.rto_in_force > 0)
-                .then(|| self.rto_in_force_nanos as f64 / self.rto_in_force as f64 / 1e6),
+            rto_mean_ms: (r.rto_updates > 0)
+                .then(|| r.rto_nanos as f64 / r.rto_updates as f64 / 1e6),
+            rto_measured_count: r.rto_measured,
+            rto_measured_mean_ms: (r.rto_measured > 0)
+                .then(|| r.rto_measured_nanos as f64 / r.rto_measured as f64 / 1e6),
+            rto_measured_max_ms: (r.rto_measured > 0)
+                .then(|| r.rto_measured_max_nanos as f64 / 1e6),
+            rto_at_expiry_mean_ms: (r.rto_in_force > 0)
+                .then(|| r.rto_in_force_nanos as f64 / r.rto_in_force as f64 / 1e6),
         }
     }
 }
