@@ -64,47 +64,58 @@ fn run(
         pcap_run: None,
         records_run: None,
     };
-    let (json, columns) = py.allow_threads(|| -> Result<(String, Option<Samples>), String> {
-        let outcomes = run_all(&plan, &run_options).map_err(|e| e.to_string())?;
-        let results = Results::build(&plan, &outcomes, 0.0);
-        let columns = samples.then(|| {
-            let mut s = Samples::default();
-            for o in &outcomes {
-                let spec = &o.spec;
-                let variant = plan.variants[spec.variant].spec.name.clone();
-                let point = spec
-                    .point
-                    .and_then(|p| plan.points.get(p))
-                    .map_or_else(|| "all".to_string(), |p| p.label());
-                for (fi, f) in o.flows.iter().enumerate() {
-                    for m in f.messages() {
-                        s.run.push(spec.index as u64);
-                        s.variant.push(variant.clone());
-                        s.point.push(point.clone());
-                        s.repetition.push(spec.repetition);
-                        s.flow.push(fi as u32);
-                        s.message.push(m.message);
-                        s.stream.push(m.stream);
-                        s.bytes.push(m.bytes);
-                        s.sent_s.push(m.sent.as_secs_f64());
-                        s.retransmissions.push(m.retransmissions);
-                        s.abandoned.push(m.abandoned);
-                        s.delivered.push(m.delivered.is_some());
-                        s.latency_ms.push(
-                            f.latency(m, f.options().summary_latency)
-                                .map(|d| d.as_millis_f64()),
-                        );
-                        s.ack_latency_ms.push(
-                            f.latency(m, LatencyKind::AckFromFirstTx).map(|d| d.as_millis_f64()),
-                        );
+    let (json, columns) = py
+        .allow_threads(|| -> Result<(String, Option<Samples>), String> {
+            // Without per-message samples, each run is reduced to its record
+            // as it runs (streamed where the scenario allows it: memory does
+            // not grow with the simulated duration); with them, every run
+            // keeps its full analysis.
+            if !samples {
+                let records = thinstream_lab::run_records(&plan, &plan.runs, &run_options)
+                    .map_err(|e| e.to_string())?;
+                return Ok((Results::from_records(&plan, &records, 0.0).to_json(), None));
+            }
+            let outcomes = run_all(&plan, &run_options).map_err(|e| e.to_string())?;
+            let results = Results::build(&plan, &outcomes, 0.0);
+            let columns = samples.then(|| {
+                let mut s = Samples::default();
+                for o in &outcomes {
+                    let spec = &o.spec;
+                    let variant = plan.variants[spec.variant].spec.name.clone();
+                    let point = spec
+                        .point
+                        .and_then(|p| plan.points.get(p))
+                        .map_or_else(|| "all".to_string(), |p| p.label());
+                    for (fi, f) in o.flows.iter().enumerate() {
+                        for m in f.messages() {
+                            s.run.push(spec.index as u64);
+                            s.variant.push(variant.clone());
+                            s.point.push(point.clone());
+                            s.repetition.push(spec.repetition);
+                            s.flow.push(fi as u32);
+                            s.message.push(m.message);
+                            s.stream.push(m.stream);
+                            s.bytes.push(m.bytes);
+                            s.sent_s.push(m.sent.as_secs_f64());
+                            s.retransmissions.push(m.retransmissions);
+                            s.abandoned.push(m.abandoned);
+                            s.delivered.push(m.delivered.is_some());
+                            s.latency_ms.push(
+                                f.latency(m, f.options().summary_latency)
+                                    .map(|d| d.as_millis_f64()),
+                            );
+                            s.ack_latency_ms.push(
+                                f.latency(m, LatencyKind::AckFromFirstTx)
+                                    .map(|d| d.as_millis_f64()),
+                            );
+                        }
                     }
                 }
-            }
-            s
-        });
-        Ok((results.to_json(), columns))
-    })
-    .map_err(PyRuntimeError::new_err)?;
+                s
+            });
+            Ok((results.to_json(), columns))
+        })
+        .map_err(PyRuntimeError::new_err)?;
     let columns = match columns {
         None => None,
         Some(s) => {

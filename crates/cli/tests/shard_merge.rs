@@ -261,3 +261,21 @@ fn dumbbell_throughput_sweep_as_four_shards_merges_to_the_full_run() {
         v["variants"][0]["bottleneck"]
     );
 }
+
+#[test]
+fn streamed_long_thin_stream_past_the_sample_limit_as_two_shards_merges_to_the_full_run() {
+    // 5 simulated hours of 250-ms messages: 72 000 per flow, past the
+    // streamed runs' 65 536 exact samples, so each run's digest carries
+    // histograms (through the record JSON of runs.parquet).
+    let v = full_equals_merged(
+        "shard-stream",
+        "../bench/thin-long.toml",
+        &["--duration", "5h"],
+        2,
+    );
+    assert_eq!(v["runs"], 3);
+    for variant in v["variants"].as_array().unwrap() {
+        assert_eq!(variant["messages"], 72_000, "{variant}");
+        assert!(variant["latency_ms"]["p99"].is_number(), "{variant}");
+    }
+}

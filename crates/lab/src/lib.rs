@@ -77,7 +77,10 @@ pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use record::RunRecord;
 pub use results::{PointResult, Results, VariantResult};
-pub use runner::{run_all, run_one, run_records, Detail, RunOptions, RunOutcome};
+pub use runner::{
+    run_all, run_one, run_records, streams, Detail, RunOptions, RunOutcome, StreamPeak,
+    STREAM_PAUSE, STREAM_SAMPLE_LIMIT,
+};
 pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 
@@ -89,5 +92,7 @@ mod tests_grid;
 mod tests_recovery;
 #[cfg(test)]
 mod tests_report;
+#[cfg(test)]
+mod tests_stream;
 #[cfg(test)]
 mod tests_traffic;

@@ -50,7 +50,8 @@ pub fn latency_kinds(scenario: &Scenario) -> Vec<LatencyKind> {
 }
 
 impl RunRecord {
-    /// The record of `outcome`, with latency samples of `kinds`.
+    /// The record of `outcome`, with latency samples of `kinds` (a streamed
+    /// outcome's digests hold the samples of [`latency_kinds`]).
     pub fn of(outcome: &RunOutcome, kinds: &[LatencyKind]) -> RunRecord {
         RunRecord {
             spec: outcome.spec,
@@ -59,7 +60,10 @@ impl RunRecord {
             wall_s: outcome.wall_s,
             fault: outcome.fault.clone(),
             mtt: outcome.mtt,
-            flows: outcome.flows.iter().map(|f| f.digest(kinds)).collect(),
+            flows: match &outcome.digests {
+                Some(d) => d.clone(),
+                None => outcome.flows.iter().map(|f| f.digest(kinds)).collect(),
+            },
             throughput: outcome.throughput.clone(),
             responses: outcome.responses.clone(),
             bottleneck: outcome.bottleneck,

@@ -91,17 +91,34 @@ pub fn latency_cdf_digests<'a>(
     flows: impl Iterator<Item = &'a FlowDigest>,
     kind: thinstream_metrics::LatencyKind,
 ) -> Vec<CdfPoint> {
+    let flows: Vec<&FlowDigest> = flows.collect();
+    if let Some(h) = FlowDigest::pooled_histogram(flows.iter().copied(), kind) {
+        return cdf_of_histogram(&h);
+    }
     let mut all: Vec<u64> = flows
+        .iter()
         .flat_map(|f| f.samples(kind).iter().map(|s| s.nanos))
         .collect();
     all.sort_unstable();
     cdf_of_sorted(&all)
 }
 
+/// [`cdf_of_sorted`] of a histogram's samples (each value within the
+/// histogram's bound, see `metrics::LatencyHistogram`).
+pub fn cdf_of_histogram(h: &thinstream_metrics::LatencyHistogram) -> Vec<CdfPoint> {
+    cdf_by_rank(h.count() as usize, |rank| {
+        h.value_at_rank(rank as u64).unwrap_or(0)
+    })
+}
+
 /// [`CDF_QUANTILES`] of sorted nanosecond samples: the sample of rank
 /// `ceil(q·n)` (at least 1), in milliseconds.
 pub fn cdf_of_sorted(sorted_nanos: &[u64]) -> Vec<CdfPoint> {
-    let n = sorted_nanos.len();
+    cdf_by_rank(sorted_nanos.len(), |rank| sorted_nanos[rank - 1])
+}
+
+/// [`CDF_QUANTILES`] of `n` samples given the value of each rank (1-based).
+fn cdf_by_rank(n: usize, at: impl Fn(usize) -> u64) -> Vec<CdfPoint> {
     if n == 0 {
         return Vec::new();
     }
@@ -111,7 +128,7 @@ pub fn cdf_of_sorted(sorted_nanos: &[u64]) -> Vec<CdfPoint> {
             let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
             CdfPoint {
                 q: *q,
-                ms: sorted_nanos[rank - 1] as f64 / 1e6,
+                ms: at(rank) as f64 / 1e6,
             }
         })
         .collect()

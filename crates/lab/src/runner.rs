@@ -11,7 +11,8 @@ use thinstream_base::trace::{Record, Units};
 use thinstream_base::{Datagram, Duration, Instant};
 use thinstream_link::LinkConfig;
 use thinstream_metrics::{
-    transfer_time_at_loss, AnalysisOptions, AppSend, FlowAnalysis, FlowInput,
+    transfer_time_at_loss, AnalysisOptions, AppSend, FlowAnalysis, FlowDigest, FlowInput,
+    FlowStream, OwdCorrection,
 };
 use thinstream_sim::topology::endpoint_addr;
 use thinstream_sim::{
@@ -31,8 +32,15 @@ use crate::wall;
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
     pub spec: RunSpec,
-    /// One analysis per measured flow, in flow order.
+    /// One analysis per measured flow, in flow order (empty when the run
+    /// was analysed while it ran: then `digests` holds the results).
     pub flows: Vec<FlowAnalysis>,
+    /// A run analysed while it ran ([`Detail::stream`]): one digest per
+    /// measured flow, in flow order, with the samples of
+    /// [`crate::record::latency_kinds`].
+    pub digests: Option<Vec<FlowDigest>>,
+    /// A streamed run: the most state its analyses held at a pause.
+    pub stream_peak: Option<StreamPeak>,
     /// Simulator events processed.
     pub events: u64,
     /// Virtual time at which the run stopped.
@@ -67,6 +75,59 @@ pub struct RunOutcome {
 pub struct Detail {
     pub pcap: bool,
     pub records: bool,
+    /// Analyse the run while it runs ([`thinstream_metrics::FlowStream`]),
+    /// so that memory does not grow with the simulated duration; the
+    /// outcome then has digests instead of per-message analyses. Ignored
+    /// (the full analysis is made) when the run needs per-message data
+    /// after its end: a capture or records of this run, echo peers
+    /// (response times), throughput series, a `drop-data-packet` sweep
+    /// (transfer time of the message hit) or the drift-corrected one-way
+    /// delay. See [`streams`].
+    pub stream: bool,
+}
+
+/// Virtual time between two reads of the trace records of a streamed run.
+pub const STREAM_PAUSE: Duration = Duration::from_secs(10);
+
+/// Exact latency samples a streamed run keeps per flow and latency kind;
+/// beyond, a histogram (`metrics::LatencyHistogram`: percentiles at most
+/// 0.1 % above the exact ones, plus the one-way delay's share for
+/// `min-observed`, see there). 2^16 samples: a thin stream sending every
+/// 250 ms reaches it after 4.5 simulated hours.
+pub const STREAM_SAMPLE_LIMIT: usize = 1 << 16;
+
+/// The most state the analyses of a streamed run held at any pause (the
+/// largest over its measured flows), to show that it does not grow with
+/// the simulated duration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamPeak {
+    /// Messages not yet final.
+    pub open_messages: usize,
+    /// Unit ranges stored for them, and the coalesced final units.
+    pub stored_ranges: usize,
+    /// Exact latency samples (all kinds).
+    pub exact_samples: usize,
+    /// Trace records read at one pause (both endpoints).
+    pub records_per_pause: usize,
+}
+
+/// Whether runs of `plan` can be analysed while they run (see [`Detail::stream`]).
+pub fn streams(plan: &Plan) -> bool {
+    let s = &plan.scenario;
+    let drop_sweep = s
+        .sweep
+        .as_ref()
+        .is_some_and(|sw| sw.has(crate::scenario::SweepParameter::DropDataPacket));
+    !drop_sweep
+        && s.metrics.throughput.is_none()
+        && !matches!(
+            s.metrics.owd.0,
+            OwdCorrection::MinObservedDriftCorrected { .. }
+        )
+        && !s
+            .flows
+            .iter()
+            .any(|f| f.is_measured() && f.peer_kind() == PeerKind::Echo)
 }
 
 /// How to run a plan.
@@ -95,13 +156,15 @@ impl Default for RunOptions {
 
 /// Runs every run of `plan`; outcomes in index order.
 pub fn run_all(plan: &Plan, options: &RunOptions) -> Result<Vec<RunOutcome>, LabError> {
-    run_each(plan, &plan.runs, options, |o| o)
+    run_each(plan, &plan.runs, options, false, |o| o)
 }
 
 /// Runs `specs` (runs of `plan`, e.g. one shard's) and reduces each
 /// outcome to its [`RunRecord`] inside the worker, so the per-message
 /// analyses of many runs are never held together; records in the order of
-/// `specs`. Detail options (pcap, records) are ignored.
+/// `specs`. Detail options (pcap, records) are ignored. Runs are analysed
+/// while they run where the scenario allows it ([`streams`]): the records
+/// are the same, memory does not grow with the simulated duration.
 pub fn run_records(
     plan: &Plan,
     specs: &[RunSpec],
@@ -113,13 +176,14 @@ pub fn run_records(
         records_run: None,
         ..options.clone()
     };
-    run_each(plan, specs, &options, |o| RunRecord::of(&o, &kinds))
+    run_each(plan, specs, &options, true, |o| RunRecord::of(&o, &kinds))
 }
 
 fn run_each<T: Send>(
     plan: &Plan,
     specs: &[RunSpec],
     options: &RunOptions,
+    stream: bool,
     reduce: impl Fn(RunOutcome) -> T + Sync,
 ) -> Result<Vec<T>, LabError> {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -150,6 +214,7 @@ fn run_each<T: Send>(
                 let detail = Detail {
                     pcap: options.pcap_run == Some(spec.index),
                     records: options.records_run == Some(spec.index),
+                    stream,
                 };
                 let out = run_one(plan, spec, detail).map(&reduce);
                 bar.set_message(plan.variants[spec.variant].spec.name.clone());
@@ -353,7 +418,18 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         }
     }
 
-    let result = sim.run(plan.stop());
+    let options = AnalysisOptions {
+        owd: scenario.metrics.owd.0,
+        summary_latency: scenario.metrics.latency,
+    };
+    let streaming = detail.stream && !detail.pcap && !detail.records && streams(plan);
+    let (result, streamed) = if streaming {
+        let (r, s) = run_streaming(sim, plan, &measured, options, spec.index)
+            .map_err(|e| run_err(format!("metrics: {e}")))?;
+        (r, Some(s))
+    } else {
+        (sim.run(plan.stop()), None)
+    };
     let mut fault = match &result.stop {
         StopReason::Fault(m) => Some(m.clone()),
         StopReason::EventLimit => Some("event limit reached".into()),
@@ -383,14 +459,17 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     // would be a silent gap in the latency tables.
     let silent: Vec<String> = measured
         .iter()
-        .filter(|(flow, _)| {
-            result
-                .endpoint(FlowId(*flow), Side::A)
-                .app
-                .source()
-                .is_some_and(|s| s.app_send_times().next().is_none())
+        .enumerate()
+        .filter(|(k, (flow, _))| {
+            let app = &result.endpoint(FlowId(*flow), Side::A).app;
+            match &streamed {
+                Some(s) => app.source().is_some() && s.sent[*k] == 0,
+                None => app
+                    .source()
+                    .is_some_and(|s| s.app_send_times().next().is_none()),
+            }
         })
-        .map(|(flow, _)| format!("flow{flow}"))
+        .map(|(_, (flow, _))| format!("flow{flow}"))
         .collect();
     if !silent.is_empty() {
         let m = format!(
@@ -403,10 +482,26 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             None => m,
         });
     }
-    let options = AnalysisOptions {
-        owd: scenario.metrics.owd.0,
-        summary_latency: scenario.metrics.latency,
-    };
+    if let Some(streamed) = streamed {
+        return Ok(RunOutcome {
+            spec: *spec,
+            flows: Vec::new(),
+            digests: Some(streamed.digests),
+            stream_peak: Some(streamed.peak),
+            events: result.events,
+            end: result.end,
+            wall_s: wall::seconds_since(started),
+            fault,
+            dropped_units: None,
+            mtt: None,
+            throughput: Vec::new(),
+            bottleneck: crate::fairness::bottleneck_stats(&result, plan.stop()),
+            responses: Vec::new(),
+            worst: streamed.worst,
+            records: None,
+            pcap: None,
+        });
+    }
     let mut analyses = Vec::with_capacity(measured.len());
     let mut responses = Vec::new();
     let mut worst: Option<crate::worst::WorstPath> = None;
@@ -517,6 +612,8 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     Ok(RunOutcome {
         spec: *spec,
         flows: analyses,
+        digests: None,
+        stream_peak: None,
         events: result.events,
         end: result.end,
         wall_s: wall::seconds_since(started),
@@ -541,6 +638,100 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         }),
         pcap: result.pcap,
     })
+}
+
+/// What a streamed run leaves behind.
+struct Streamed {
+    digests: Vec<FlowDigest>,
+    worst: Option<crate::worst::WorstPath>,
+    /// Messages each measured flow's source handed to its transport.
+    sent: Vec<u64>,
+    peak: StreamPeak,
+}
+
+/// Runs `sim` to the plan's stop, reading every endpoint's records every
+/// [`STREAM_PAUSE`] of virtual time: those of measured flows go into their
+/// [`FlowStream`]s, the others are dropped (nothing reads them without
+/// throughput series), as are the apps' per-message histories.
+fn run_streaming(
+    mut sim: Simulation,
+    plan: &Plan,
+    measured: &[(usize, TransportKind)],
+    options: AnalysisOptions,
+    run: usize,
+) -> Result<(thinstream_sim::RunResult, Streamed), thinstream_metrics::MetricsError> {
+    let kinds = crate::record::latency_kinds(&plan.scenario);
+    let mut streams = measured
+        .iter()
+        .map(|_| {
+            FlowStream::new(options.owd, &kinds, Some(options.summary_latency))
+                .map(|s| s.with_sample_limit(STREAM_SAMPLE_LIMIT))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut sent = vec![0u64; measured.len()];
+    let mut error = None;
+    let mut peak = StreamPeak::default();
+    let endpoints = sim.endpoint_count();
+    let reason = sim.run_until_pausing(plan.stop(), STREAM_PAUSE, |sim| {
+        let upto = sim.now();
+        let mut read = vec![false; endpoints];
+        for (k, (flow, _)) in measured.iter().enumerate() {
+            let a = sim.endpoint_id(FlowId(*flow), Side::A);
+            let b = sim.endpoint_id(FlowId(*flow), Side::B);
+            read[a.0] = true;
+            read[b.0] = true;
+            let history = sim.drain_app_history(a);
+            sim.drain_app_history(b);
+            sent[k] += history.sent.len() as u64;
+            streams[k].app_sends(history.sent.iter().map(|m| AppSend {
+                message: m.transport_id,
+                time: m.due,
+            }));
+            let (s, r) = (sim.take_records(a), sim.take_records(b));
+            peak.records_per_pause = peak.records_per_pause.max(s.len() + r.len());
+            if let Err(e) = streams[k].push(s, r, upto) {
+                error.get_or_insert(e);
+            }
+            let f = &streams[k];
+            peak.open_messages = peak.open_messages.max(f.open_messages());
+            peak.stored_ranges = peak.stored_ranges.max(f.stored_ranges());
+            peak.exact_samples = peak.exact_samples.max(f.exact_samples());
+        }
+        for (i, done) in read.iter().enumerate() {
+            if !done {
+                let id = thinstream_sim::EndpointId(i);
+                sim.take_records(id);
+                sim.drain_app_history(id);
+            }
+        }
+    });
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let result = sim.finish(reason);
+    let mut digests = Vec::with_capacity(streams.len());
+    let mut worst: Option<crate::worst::WorstPath> = None;
+    for stream in streams {
+        let (digest, slowest) = stream.finish()?;
+        digests.push(digest);
+        if let Some(w) = slowest.map(|t| crate::worst::from_trail(&t, run)) {
+            if worst
+                .as_ref()
+                .is_none_or(|x| x.path.latency_ms < w.path.latency_ms)
+            {
+                worst = Some(w);
+            }
+        }
+    }
+    Ok((
+        result,
+        Streamed {
+            digests,
+            worst,
+            sent,
+            peak,
+        },
+    ))
 }
 
 /// The topology of one run: the scenario's links with the sweep point applied.

@@ -14,7 +14,9 @@
 //! - `runs.parquet`: one row per run: identity, counters and the run's
 //!   [`RunRecord`] (without latency samples) as JSON in column `record`;
 //! - `samples.parquet`: one row per message and latency kind: the latency
-//!   samples the percentiles and CDFs are pooled from.
+//!   samples the percentiles and CDFs are pooled from (a flow past the
+//!   streaming sample limit has a histogram instead, in its record JSON:
+//!   `metrics::FlowDigest::histograms`).
 //!
 //! [`merge`] refuses shards of different scenarios, options or tool
 //! versions, a shard count that disagrees, and missing or duplicated

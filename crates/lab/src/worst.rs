@@ -18,9 +18,9 @@
 //! marked `[not thin]`: its thin-stream mechanisms were off for it.
 
 use serde::{Deserialize, Serialize};
-use thinstream_base::trace::{Record, TxReason, Units};
+use thinstream_base::trace::{Record, SentData, TxReason, Units};
 use thinstream_base::{Duration, Instant};
-use thinstream_metrics::{FlowAnalysis, LatencyKind, MessageOutcome};
+use thinstream_metrics::{FlowAnalysis, LatencyKind, MessageOutcome, MessageTrail, SlowestTrail};
 
 /// One transmission of the message's data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -140,6 +140,51 @@ pub fn slowest(
         path,
         blocked_by,
     })
+}
+
+/// The [`WorstPath`] of a streamed flow's slowest message: the path
+/// [`slowest`] reads from the full records, read from the copies and
+/// arrivals the streaming analysis kept for that message.
+pub(crate) fn from_trail(t: &SlowestTrail, run: usize) -> WorstPath {
+    let path = |m: &MessageTrail| {
+        let mut sender = Vec::with_capacity(m.copies.len() * 2);
+        for (time, units, reason, thin) in &m.copies {
+            if t.thin_tracked {
+                sender.push(Record::Thin {
+                    time: *time,
+                    thin: thin.unwrap_or(false),
+                    packets_in_flight: 0,
+                });
+            }
+            sender.push(Record::PacketSent {
+                time: *time,
+                wire_bytes: 0,
+                data: vec![SentData {
+                    units: *units,
+                    bytes: 0,
+                    reason: *reason,
+                }],
+                control: 0,
+            });
+        }
+        let receiver: Vec<Record> = m
+            .arrivals
+            .iter()
+            .map(|(time, units)| Record::Arrived {
+                time: *time,
+                units: *units,
+                bytes: 0,
+                duplicate: false,
+            })
+            .collect();
+        message_path(&m.outcome, m.latency, t.min_one_way, &sender, &receiver)
+    };
+    WorstPath {
+        run,
+        latency: t.kind.name().to_string(),
+        path: path(&t.message),
+        blocked_by: t.blocked_by.as_ref().map(path),
+    }
 }
 
 fn message_path(

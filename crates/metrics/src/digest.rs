@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use thinstream_base::trace::TxReason;
 
 use crate::flow::{FlowAnalysis, LatencyKind, LossMethod, ReasonRow, RecoveryCounts};
+use crate::hist::LatencyHistogram;
 
 /// One message's latency of one kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,12 +64,42 @@ pub struct FlowDigest {
     /// Kinds not asked for are absent (pooling an absent kind is a
     /// programming error and pools no samples).
     pub latencies: BTreeMap<LatencyKind, Vec<LatencySample>>,
+    /// Per latency kind whose samples a streaming analysis
+    /// ([`crate::FlowStream::with_sample_limit`]) put in a histogram once
+    /// there were more than its limit: the distribution (and no samples
+    /// for that kind in `latencies`). Pooling with any histogram gives
+    /// percentiles within the histogram's bound ([`crate::LatencyHistogram`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<LatencyKind, LatencyHistogram>,
 }
 
 impl FlowDigest {
     /// The samples of `kind` (empty if the kind was not digested).
     pub fn samples(&self, kind: LatencyKind) -> &[LatencySample] {
         self.latencies.get(&kind).map_or(&[], Vec::as_slice)
+    }
+
+    /// The distribution of `kind` pooled over `flows` in one histogram, if
+    /// any of them holds a histogram of that kind (exact samples are
+    /// recorded into it); `None` if all of them hold exact samples.
+    pub fn pooled_histogram<'a>(
+        flows: impl IntoIterator<Item = &'a FlowDigest>,
+        kind: LatencyKind,
+    ) -> Option<LatencyHistogram> {
+        let flows: Vec<&FlowDigest> = flows.into_iter().collect();
+        if !flows.iter().any(|f| f.histograms.contains_key(&kind)) {
+            return None;
+        }
+        let mut h = LatencyHistogram::new();
+        for f in flows {
+            if let Some(mine) = f.histograms.get(&kind) {
+                h.merge(mine);
+            }
+            for s in f.samples(kind) {
+                h.record(s.retransmissions, s.nanos);
+            }
+        }
+        Some(h)
     }
 }
 
@@ -120,6 +151,7 @@ impl FlowAnalysis {
                     )
                 })
                 .collect(),
+            histograms: BTreeMap::new(),
         }
     }
 }

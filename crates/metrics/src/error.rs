@@ -39,6 +39,8 @@ pub enum MetricsError {
     BadOwdWindow,
     /// An echo (reverse-direction message) without a request on its stream.
     UnpairedEcho { stream: u16, index: usize },
+    /// The streaming analysis ([`crate::FlowStream`]) cannot compute this.
+    StreamingUnsupported { what: &'static str },
 }
 
 impl fmt::Display for MetricsError {
@@ -68,6 +70,9 @@ impl fmt::Display for MetricsError {
             MetricsError::BadOwdWindow => write!(f, "the OWD drift window must hold at least one message"),
             MetricsError::UnpairedEcho { stream, index } => {
                 write!(f, "echo {index} on stream {stream} has no request")
+            }
+            MetricsError::StreamingUnsupported { what } => {
+                write!(f, "the streaming analysis cannot compute {what}")
             }
         }
     }

@@ -135,7 +135,7 @@ impl LatencyKind {
         }
     }
 
-    const fn owd_corrected(self) -> bool {
+    pub(crate) const fn owd_corrected(self) -> bool {
         !matches!(self, LatencyKind::AckFromFirstTx | LatencyKind::AckFromSend)
     }
 }
@@ -288,6 +288,47 @@ impl RecoveryCounts {
     }
 }
 
+/// The RTO values a sender set, to tell which one was in force when a
+/// retransmission timer fired: the latest `Rto` record (time, value) and
+/// the value in force before the instant of that record.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RtoClock {
+    now: Option<(Instant, Duration)>,
+    before: Option<Duration>,
+}
+
+impl RtoClock {
+    /// An `Rto` record: the estimator set `rto` at `time`.
+    pub(crate) fn set(&mut self, time: Instant, rto: Duration, r: &mut RecoveryCounts) {
+        if let Some((t, v)) = self.now {
+            if t < time {
+                self.before = Some(v);
+            }
+        }
+        self.now = Some((time, rto));
+        r.rto_updates += 1;
+        r.rto_nanos = r.rto_nanos.saturating_add(rto.as_nanos());
+    }
+
+    /// A packet carrying a timeout retransmission at `time`, whose timed-out
+    /// data was last sent `waited` earlier (000 Fig. 4's measured RTO), and
+    /// the RTO in force when the timer fired: the value set before this
+    /// instant (the back-off it triggers may be recorded at the same instant).
+    pub(crate) fn fired(&self, time: Instant, waited: Duration, r: &mut RecoveryCounts) {
+        r.rto_measured += 1;
+        r.rto_measured_nanos = r.rto_measured_nanos.saturating_add(waited.as_nanos());
+        r.rto_measured_max_nanos = r.rto_measured_max_nanos.max(waited.as_nanos());
+        let in_force = match self.now {
+            Some((t, v)) if t < time => Some(v),
+            _ => self.before,
+        };
+        if let Some(v) = in_force {
+            r.rto_in_force += 1;
+            r.rto_in_force_nanos = r.rto_in_force_nanos.saturating_add(v.as_nanos());
+        }
+    }
+}
+
 /// Time classified thin inside `[from, to)` given the verdict changes in time order.
 fn time_thin(changes: &[(Instant, bool)], from: Instant, to: Instant) -> Duration {
     let mut total = 0u64;
@@ -415,10 +456,7 @@ struct SenderScan {
     thin_changes: Vec<(Instant, bool)>,
     /// First data transmission, last data transmission or acknowledgement.
     data_window: Option<(Instant, Instant)>,
-    /// The latest `Rto` record (time, value), and the value in force before
-    /// the instant of that record.
-    rto_now: Option<(Instant, Duration)>,
-    rto_before: Option<Duration>,
+    rto: RtoClock,
 }
 
 impl SenderScan {
@@ -439,8 +477,7 @@ impl SenderScan {
             acked_bytes: Vec::new(),
             recovery: RecoveryCounts::default(),
             thin_changes: Vec::new(),
-            rto_now: None,
-            rto_before: None,
+            rto: RtoClock::default(),
             data_window: None,
         };
         for (i, rec) in records.iter().enumerate() {
@@ -495,22 +532,7 @@ impl SenderScan {
                             s.on_piece(*time, units, piece.bytes, piece.reason);
                     }
                     if let Some(w) = timer_waited {
-                        let r = &mut s.recovery;
-                        r.rto_measured += 1;
-                        r.rto_measured_nanos = r.rto_measured_nanos.saturating_add(w.as_nanos());
-                        r.rto_measured_max_nanos = r.rto_measured_max_nanos.max(w.as_nanos());
-                        // The RTO in force when the timer fired: the value
-                        // set before this instant (the back-off it triggers
-                        // may be recorded at the same instant).
-                        let in_force = match s.rto_now {
-                            Some((t, v)) if t < *time => Some(v),
-                            _ => s.rto_before,
-                        };
-                        if let Some(v) = in_force {
-                            r.rto_in_force += 1;
-                            r.rto_in_force_nanos =
-                                r.rto_in_force_nanos.saturating_add(v.as_nanos());
-                        }
+                        s.rto.fired(*time, w, &mut s.recovery);
                     }
                     if carries_retransmission {
                         s.counters.retransmission_packets += 1;
@@ -520,16 +542,7 @@ impl SenderScan {
                     s.on_acked(*time, units_ok(*units, Side::Sender, i)?);
                     s.extend_window(*time);
                 }
-                Record::Rto { rto, time, .. } => {
-                    if let Some((t, v)) = s.rto_now {
-                        if t < *time {
-                            s.rto_before = Some(v);
-                        }
-                    }
-                    s.rto_now = Some((*time, *rto));
-                    s.recovery.rto_updates += 1;
-                    s.recovery.rto_nanos = s.recovery.rto_nanos.saturating_add(rto.as_nanos());
-                }
+                Record::Rto { rto, time, .. } => s.rto.set(*time, *rto, &mut s.recovery),
                 Record::RttSample { data, rtt, .. } => {
                     s.recovery.rtt_samples += 1;
                     s.recovery.rtt_sample_nanos =

@@ -56,6 +56,8 @@
 mod digest;
 mod error;
 mod flow;
+mod hist;
+mod joined;
 mod ranges;
 mod stats;
 mod streaming;
@@ -69,6 +71,8 @@ pub use flow::{
     LossMethod, MessageOutcome, OwdCorrection, ReasonRow, RecoveryCounts, RetransmissionGroup,
     RetransmittedPiece, ThroughputSource,
 };
+pub use hist::{LatencyHistogram, HISTOGRAM_SIGFIG};
+pub use joined::{FlowStream, MessageTrail, PathCopy, SlowestTrail, RECENT_PATHS};
 pub use stats::{
     jain_index, jain_per_interval, mean_ci95, median, percentile_sorted, Cdf, CdfPoint,
     LatencyStats,

@@ -157,7 +157,20 @@ impl<V: Copy> RangeMap<V> {
         }
     }
 
-    #[cfg(test)]
+    /// Forgets the values of the units of `r`.
+    pub(crate) fn remove(&mut self, r: Units) {
+        if r.is_empty() {
+            return;
+        }
+        self.split_at(r.start);
+        self.split_at(r.end);
+        let inside: Vec<u64> = self.map.range(r.start..r.end).map(|(s, _)| *s).collect();
+        for s in inside {
+            self.map.remove(&s);
+        }
+    }
+
+    /// Stored ranges.
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }

@@ -26,13 +26,15 @@
 //! defined as in [`MessageOutcome`](crate::MessageOutcome). Given the same
 //! records, every counter equals the one `FlowAnalysis` computes from the
 //! sender trace alone (tested), except the spurious estimate beyond the
-//! window, the transmission count of data sent again after it was
-//! acknowledged (SCTP renege, not done by this stack), and the measured RTO
-//! (`Summary::rto_measured_*`: it needs when each timed-out unit was last
-//! sent; left at 0 / `None`).
+//! window and the transmission count of data sent again after it was
+//! acknowledged (SCTP renege, not done by this stack). The measured RTO
+//! (`Summary::rto_measured_*`) needs when each timed-out unit was last
+//! sent: kept per unit while its message is open (a timed-out unit is
+//! unacknowledged, so its message is open).
 //!
-//! Designed for SCTP (units are TSNs): a message of `n` units costs `5·n`
-//! bytes while open; TCP byte units would cost per byte.
+//! Designed for SCTP (units are TSNs): a message of `n` units costs `13·n`
+//! bytes while open; TCP byte units would cost per byte (the simulator's
+//! joint analysis, [`crate::FlowStream`], keeps unit ranges instead).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -40,8 +42,62 @@ use thinstream_base::trace::{Record, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
 use crate::error::{MetricsError, Side};
+use crate::flow::{RecoveryCounts, RtoClock};
 use crate::summary::{LatencyMs, RetransmissionRow, Summary};
 use crate::LatencyKind;
+
+/// Time classified thin, computed as the data window grows (what the
+/// whole-trace analysis computes from every verdict change at the end):
+/// a change is folded in once the window reaches it (its time clamped into
+/// the window cannot move any more); the others wait.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ThinClock {
+    pending: Vec<(Instant, bool)>,
+    state: bool,
+    since: Option<Instant>,
+    ns: u64,
+}
+
+impl ThinClock {
+    pub(crate) fn change(&mut self, at: Instant, thin: bool) {
+        self.pending.push((at, thin));
+    }
+
+    /// Folds the changes inside `window` so far, or every change (`all`,
+    /// at the end of the flow).
+    pub(crate) fn fold(&mut self, window: Option<(Instant, Instant)>, all: bool) {
+        let Some((from, to)) = window else {
+            return;
+        };
+        let keep = if all {
+            0
+        } else {
+            self.pending.iter().filter(|(c, _)| *c > to).count()
+        };
+        let fold: Vec<(Instant, bool)> = self.pending.drain(..self.pending.len() - keep).collect();
+        for (c, thin) in fold {
+            let at = c.clamp(from, to);
+            if self.state {
+                if let Some(s) = self.since {
+                    self.ns += at.saturating_duration_since(s).as_nanos();
+                }
+            }
+            self.state = thin;
+            self.since = Some(at);
+        }
+    }
+
+    /// Thin time up to the end of `window`.
+    pub(crate) fn total(&self, (from, to): (Instant, Instant)) -> Duration {
+        let mut ns = self.ns;
+        if self.state {
+            if let Some(s) = self.since {
+                ns += to.saturating_duration_since(s.clamp(from, to)).as_nanos();
+            }
+        }
+        Duration::from_nanos(ns)
+    }
+}
 
 /// Retransmitted pieces kept for matching duplicate reports.
 pub const SPURIOUS_WINDOW: usize = 16_384;
@@ -69,6 +125,8 @@ struct Open {
     submitted: Instant,
     first_tx: Option<Instant>,
     tx: Vec<u32>,
+    /// When each unit was last transmitted.
+    last_tx: Vec<Option<Instant>>,
     acked: Vec<bool>,
     unacked: u64,
     last_ack: Option<Instant>,
@@ -108,17 +166,14 @@ pub struct StreamingFlow {
     redundant_bytes: u64,
     rtt_samples: u64,
     rtt_sample_nanos: u64,
-    rto_updates: u64,
-    rto_nanos: u64,
+    /// `Rto` records and the measured RTO (the `rto_*` fields of
+    /// `RecoveryCounts`; it needs when each timed-out unit was last sent).
+    rto_counts: RecoveryCounts,
+    rto: RtoClock,
     data_rtt_samples: u64,
     thin_transitions: u64,
     last_thin: Option<bool>,
-    /// Verdict changes not yet folded into `thin_ns` (those after the
-    /// current end of the data window).
-    thin_changes: Vec<(Instant, bool)>,
-    thin_state: bool,
-    thin_since: Option<Instant>,
-    thin_ns: u64,
+    thin: ThinClock,
     window: Option<(Instant, Instant)>,
     last_time: Option<Instant>,
     records: u64,
@@ -152,15 +207,12 @@ impl StreamingFlow {
             redundant_bytes: 0,
             rtt_samples: 0,
             rtt_sample_nanos: 0,
-            rto_updates: 0,
-            rto_nanos: 0,
+            rto_counts: RecoveryCounts::default(),
+            rto: RtoClock::default(),
             data_rtt_samples: 0,
             thin_transitions: 0,
             last_thin: None,
-            thin_changes: Vec::new(),
-            thin_state: false,
-            thin_since: None,
-            thin_ns: 0,
+            thin: ThinClock::default(),
             window: None,
             last_time: None,
             records: 0,
@@ -216,6 +268,7 @@ impl StreamingFlow {
                         submitted: time,
                         first_tx: None,
                         tx: vec![0; n],
+                        last_tx: vec![None; n],
                         acked: vec![false; n],
                         unacked: units.len(),
                         last_ack: None,
@@ -230,9 +283,18 @@ impl StreamingFlow {
                     self.extend_window(time);
                 }
                 let mut rtx = false;
+                let mut timer_waited: Option<Duration> = None;
                 for p in data {
                     let units = ok(p.units)?;
+                    if p.reason == TxReason::TimeoutRetransmit {
+                        if let Some(w) = self.since_previous_tx(units.start, time) {
+                            timer_waited = Some(timer_waited.map_or(w, |x| x.max(w)));
+                        }
+                    }
                     rtx |= self.on_piece(time, units, p.bytes, p.reason);
+                }
+                if let Some(w) = timer_waited {
+                    self.rto.fired(time, w, &mut self.rto_counts);
                 }
                 if rtx {
                     self.retransmission_packets += 1;
@@ -276,16 +338,13 @@ impl StreamingFlow {
                     self.data_rtt_samples += 1;
                 }
             }
-            Record::Rto { rto, .. } => {
-                self.rto_updates += 1;
-                self.rto_nanos = self.rto_nanos.saturating_add(rto.as_nanos());
-            }
+            Record::Rto { rto, .. } => self.rto.set(time, *rto, &mut self.rto_counts),
             Record::Thin { thin, .. } => {
                 if self.last_thin.is_some_and(|t| t != *thin) {
                     self.thin_transitions += 1;
                 }
                 self.last_thin = Some(*thin);
-                self.thin_changes.push((time, *thin));
+                self.thin.change(time, *thin);
             }
             Record::DuplicateReported { units, .. } => {
                 let unit = ok(*units)?.start;
@@ -305,6 +364,15 @@ impl StreamingFlow {
             _ => {}
         }
         Ok(())
+    }
+
+    /// How long ago `unit` was last transmitted, if its message is open and
+    /// it was sent.
+    fn since_previous_tx(&self, unit: u64, time: Instant) -> Option<Duration> {
+        let id = self.owner_range(Units::one(unit)).next()?;
+        let m = self.open.get(&id)?;
+        let last = m.last_tx[(unit - m.units.start) as usize]?;
+        Some(time.saturating_duration_since(last))
     }
 
     /// Ids of open messages whose units overlap `units`.
@@ -348,26 +416,7 @@ impl StreamingFlow {
     fn extend_window(&mut self, t: Instant) {
         let (from, _) = *self.window.get_or_insert((t, t));
         self.window = Some((from, t));
-        // Fold the verdict changes up to the window's new end.
-        let to = t;
-        let keep = self.thin_changes.iter().filter(|(c, _)| *c > to).count();
-        let fold: Vec<(Instant, bool)> = self
-            .thin_changes
-            .drain(..self.thin_changes.len() - keep)
-            .collect();
-        for (c, thin) in fold {
-            self.thin_step(c.clamp(from, to), thin);
-        }
-    }
-
-    fn thin_step(&mut self, at: Instant, thin: bool) {
-        if self.thin_state {
-            if let Some(s) = self.thin_since {
-                self.thin_ns += at.saturating_duration_since(s).as_nanos();
-            }
-        }
-        self.thin_state = thin;
-        self.thin_since = Some(at);
+        self.thin.fold(self.window, false);
     }
 
     fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
@@ -387,6 +436,7 @@ impl StreamingFlow {
             let lo = units.start.max(m.units.start);
             let hi = units.end.min(m.units.end);
             for u in lo..hi {
+                m.last_tx[(u - m.units.start) as usize] = Some(time);
                 let c = &mut m.tx[(u - m.units.start) as usize];
                 before = before.max(*c);
                 if *c == 0 {
@@ -436,11 +486,7 @@ impl StreamingFlow {
         for id in ids {
             self.finish_one(id);
         }
-        if let Some((from, to)) = self.window {
-            for (c, thin) in std::mem::take(&mut self.thin_changes) {
-                self.thin_step(c.clamp(from, to), thin);
-            }
-        }
+        self.thin.fold(self.window, true);
     }
 
     /// Messages submitted and not yet final.
@@ -505,13 +551,7 @@ impl StreamingFlow {
     pub fn thin_time(&self) -> Option<(Duration, Duration)> {
         self.last_thin?;
         let (from, to) = self.window?;
-        let mut ns = self.thin_ns;
-        if self.thin_state {
-            if let Some(s) = self.thin_since {
-                ns += to.saturating_duration_since(s.clamp(from, to)).as_nanos();
-            }
-        }
-        Some((Duration::from_nanos(ns), to - from))
+        Some((self.thin.total((from, to)), to - from))
     }
 
     /// The summary fields this sender-side analysis knows, in the shape of
@@ -530,6 +570,7 @@ impl StreamingFlow {
         by_retransmissions: Vec<RetransmissionRow>,
         delivered: Option<u64>,
     ) -> Summary {
+        let r = &self.rto_counts;
         let omega = self.payload_bytes_sent;
         let unique = self.unique_bytes_sent.min(omega);
         let repeated = omega - unique;
@@ -579,13 +620,15 @@ impl StreamingFlow {
             undelivered_waited_p50_ms: None,
             rtt_sample_mean_ms: (self.rtt_samples > 0)
                 .then(|| self.rtt_sample_nanos as f64 / self.rtt_samples as f64 / 1e6),
-            rto_mean_ms: (self.rto_updates > 0)
-                .then(|| self.rto_nanos as f64 / self.rto_updates as f64 / 1e6),
-            // When each timed-out piece was last sent is not kept here.
-            rto_measured_count: 0,
-            rto_measured_mean_ms: None,
-            rto_measured_max_ms: None,
-            rto_at_expiry_mean_ms: None,
+            rto_mean_ms: (r.rto_updates > 0)
+                .then(|| r.rto_nanos as f64 / r.rto_updates as f64 / 1e6),
+            rto_measured_count: r.rto_measured,
+            rto_measured_mean_ms: (r.rto_measured > 0)
+                .then(|| r.rto_measured_nanos as f64 / r.rto_measured as f64 / 1e6),
+            rto_measured_max_ms: (r.rto_measured > 0)
+                .then(|| r.rto_measured_max_nanos as f64 / 1e6),
+            rto_at_expiry_mean_ms: (r.rto_in_force > 0)
+                .then(|| r.rto_in_force_nanos as f64 / r.rto_in_force as f64 / 1e6),
         }
     }
 }

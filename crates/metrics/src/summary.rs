@@ -277,11 +277,20 @@ impl Summary {
             v.sort_unstable();
             LatencyStats::from_sorted_nanos(&v)
         };
+        // Past a streaming analysis's sample limit: from one histogram.
+        let hist = FlowDigest::pooled_histogram(flows.iter().copied(), kind);
+        let overall = match &hist {
+            Some(h) => h.stats(None),
+            None => stats(all),
+        };
         let by_retransmissions = groups
             .into_iter()
             .enumerate()
             .map(|(i, g)| {
-                let s = stats(g);
+                let s = match &hist {
+                    Some(h) => h.stats(Some(i)),
+                    None => stats(g),
+                };
                 RetransmissionRow {
                     retransmissions: i as u32,
                     or_more: i == 3,
@@ -347,7 +356,7 @@ impl Summary {
             delivered: if flows.is_empty() { None } else { delivered },
             abandoned,
             latency: kind,
-            latency_ms: stats(all).as_ref().map(LatencyMs::from),
+            latency_ms: overall.as_ref().map(LatencyMs::from),
             by_retransmissions,
             reasons: reasons
                 .into_iter()

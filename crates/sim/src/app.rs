@@ -132,6 +132,23 @@ pub trait App {
     fn on_timer(&mut self, ctx: &mut AppCtx<'_>);
     /// What the app observed, consumed at the end of the run.
     fn finish(self: Box<Self>) -> AppReport;
+    /// Hands out and forgets the per-message history recorded so far (the
+    /// messages a source sent, the deliveries a sink saw), for a driver
+    /// that consumes it while the run goes so that memory does not grow
+    /// with the run's length. What was drained is not in [`App::finish`]'s
+    /// report. Apps without such history return nothing.
+    fn drain_history(&mut self) -> AppHistory {
+        AppHistory::default()
+    }
+}
+
+/// Per-message history drained from an app ([`App::drain_history`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AppHistory {
+    /// Messages handed to the transport, in order.
+    pub sent: Vec<SentMessage>,
+    /// Whole messages received (message framing), in order.
+    pub deliveries: Vec<Delivery>,
 }
 
 /// The observations of one app at the end of a run.
@@ -444,6 +461,13 @@ impl App for MessageSource {
         self.pump(ctx);
     }
 
+    fn drain_history(&mut self) -> AppHistory {
+        AppHistory {
+            sent: std::mem::take(&mut self.report.sent),
+            deliveries: std::mem::take(&mut self.sink.report.deliveries),
+        }
+    }
+
     fn finish(self: Box<Self>) -> AppReport {
         let mut report = self.report;
         report.waiting = usize::from(self.head.is_some());
@@ -550,6 +574,13 @@ impl App for Sink {
 
     fn finish(self: Box<Self>) -> AppReport {
         AppReport::Sink(self.report)
+    }
+
+    fn drain_history(&mut self) -> AppHistory {
+        AppHistory {
+            sent: Vec::new(),
+            deliveries: std::mem::take(&mut self.report.deliveries),
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use thinstream_base::drive::Transport;
 use thinstream_base::trace::Record;
-use thinstream_base::{Datagram, Instant, Seed};
+use thinstream_base::{Datagram, Duration, Instant, Seed};
 use thinstream_link::{DropPredicate, Link};
 
 /// What a transport factory is told about the endpoint it builds.
@@ -107,6 +107,10 @@ pub enum CapturePoint {
 
 #[derive(Debug)]
 enum Event {
+    /// A pause of [`Simulation::run_until_pausing`] (not counted as an event).
+    Pause {
+        generation: u64,
+    },
     LinkExit {
         link: LinkId,
         datagram: Datagram,
@@ -192,6 +196,8 @@ pub struct Simulation {
     event_limit: u64,
     stop_generation: u64,
     fault: Option<String>,
+    /// The last `run_loop` ended at a pause of `run_until_pausing`.
+    paused: bool,
 }
 
 impl fmt::Debug for Simulation {
@@ -306,6 +312,7 @@ impl Simulation {
             event_limit: u64::MAX,
             stop_generation: 0,
             fault: None,
+            paused: false,
         })
     }
 
@@ -345,6 +352,11 @@ impl Simulation {
         self.links.iter().map(|l| l.label.as_str())
     }
 
+    /// Endpoints of the run (two per flow).
+    pub fn endpoint_count(&self) -> usize {
+        self.endpoints.len()
+    }
+
     /// The id of endpoint `side` of `flow`.
     pub fn endpoint_id(&self, flow: FlowId, side: Side) -> EndpointId {
         topology::endpoint_id(flow, side)
@@ -364,6 +376,19 @@ impl Simulation {
         &self.endpoints[endpoint.0].records
     }
 
+    /// Hands out and forgets the trace records collected so far from one
+    /// endpoint: a driver that reads them as the run goes (between
+    /// [`Simulation::run_until`] calls) keeps memory independent of the
+    /// run's length. The records taken are not in the final [`RunResult`].
+    pub fn take_records(&mut self, endpoint: EndpointId) -> Vec<Record> {
+        std::mem::take(&mut self.endpoints[endpoint.0].records)
+    }
+
+    /// [`App::drain_history`] of one endpoint's app.
+    pub fn drain_app_history(&mut self, endpoint: EndpointId) -> crate::app::AppHistory {
+        self.endpoints[endpoint.0].app.drain_history()
+    }
+
     /// The transport of one endpoint, for inspection between runs.
     pub fn transport(&self, endpoint: EndpointId) -> &dyn Transport {
         &*self.endpoints[endpoint.0].transport
@@ -378,6 +403,37 @@ impl Simulation {
         self.queue
             .push(stop.max(self.now), Event::Stop { generation });
         self.run_loop()
+    }
+
+    /// [`Simulation::run_until`] that pauses every `every` of virtual time
+    /// (and a last time at `stop`) to call `at_pause`, which may read and
+    /// drain what was collected so far ([`Simulation::take_records`],
+    /// [`Simulation::drain_app_history`]). The run itself is the one
+    /// `run_until(stop)` does, event for event: a pause is not an event
+    /// and changes no order.
+    pub fn run_until_pausing(
+        &mut self,
+        stop: Instant,
+        every: Duration,
+        mut at_pause: impl FnMut(&mut Simulation),
+    ) -> StopReason {
+        self.stop_generation += 1;
+        let generation = self.stop_generation;
+        let stop = stop.max(self.now);
+        self.queue.push(stop, Event::Stop { generation });
+        let every = every.max(Duration::from_nanos(1));
+        loop {
+            let next = self.now + every;
+            if next < stop {
+                self.queue.push(next, Event::Pause { generation });
+            }
+            self.paused = false;
+            let reason = self.run_loop();
+            at_pause(self);
+            if !self.paused {
+                return reason;
+            }
+        }
     }
 
     /// Runs until no event is pending (or the event limit).
@@ -440,6 +496,14 @@ impl Simulation {
             match event {
                 Event::Stop { generation } => {
                     if generation == self.stop_generation {
+                        return StopReason::StopTime;
+                    }
+                    self.stale_events += 1;
+                    continue;
+                }
+                Event::Pause { generation } => {
+                    if generation == self.stop_generation {
+                        self.paused = true;
                         return StopReason::StopTime;
                     }
                     self.stale_events += 1;

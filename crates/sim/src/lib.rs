@@ -57,7 +57,7 @@ mod result;
 pub mod topology;
 pub mod toy;
 
-pub use app::{App, AppCtx, AppReport, Echo, Idle, MessageSource, MessageSpec, Sink};
+pub use app::{App, AppCtx, AppHistory, AppReport, Echo, Idle, MessageSource, MessageSpec, Sink};
 pub use engine::{
     CapturePoint, EndpointSetup, EndpointSpec, FlowSpec, Simulation, TransportFactory,
 };

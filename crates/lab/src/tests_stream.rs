@@ -1,0 +1,314 @@
+//! Streamed runs (`Detail::stream`, `metrics::FlowStream`) against the full
+//! analysis: every exact field equal, on SCTP and TCP with loss both ways,
+//! thin and greedy flows, several streams, unordered delivery; and the
+//! open state of a long streamed run stays bounded.
+
+use std::path::Path;
+
+use crate::plan::{Plan, PlanOptions};
+use crate::record::{latency_kinds, RunRecord};
+use crate::runner::{run_one, streams, Detail};
+use crate::scenario::Scenario;
+
+fn plan(text: &str) -> Plan {
+    let scenario = Scenario::parse(text, Path::new("stream.toml")).unwrap();
+    Plan::new(scenario, &PlanOptions::default()).unwrap()
+}
+
+/// Every run of `text` analysed both ways: the records must be equal
+/// (wall time apart).
+fn assert_streaming_exact(text: &str) {
+    let plan = plan(text);
+    assert!(streams(&plan), "the scenario must be one that streams");
+    let kinds = latency_kinds(&plan.scenario);
+    for spec in &plan.runs {
+        let full = run_one(&plan, spec, Detail::default()).unwrap();
+        assert!(full.digests.is_none() && !full.flows.is_empty());
+        let streamed = run_one(
+            &plan,
+            spec,
+            Detail {
+                stream: true,
+                ..Detail::default()
+            },
+        )
+        .unwrap();
+        assert!(streamed.flows.is_empty() && streamed.digests.is_some());
+        let mut a = RunRecord::of(&full, &kinds);
+        let mut b = RunRecord::of(&streamed, &kinds);
+        a.wall_s = 0.0;
+        b.wall_s = 0.0;
+        let name = &plan.variants[spec.variant].spec.name;
+        assert_eq!(a.flows.len(), b.flows.len());
+        for (fa, fb) in a.flows.iter().zip(&b.flows) {
+            assert!(fa.messages > 100, "{name}: too few messages to mean much");
+            assert_eq!(fa.messages, fb.messages, "{name}: messages");
+            assert_eq!(fa.reason_table, fb.reason_table, "{name}: reason table");
+            assert_eq!(fa.spurious, fb.spurious, "{name}: spurious");
+            assert_eq!(fa.recovery, fb.recovery, "{name}: recovery counts");
+            assert_eq!(
+                (fa.payload_bytes_sent, fa.unique_bytes_sent),
+                (fb.payload_bytes_sent, fb.unique_bytes_sent),
+                "{name}: tohd bytes"
+            );
+            for k in &kinds {
+                assert_eq!(
+                    fa.samples(*k),
+                    fb.samples(*k),
+                    "{name}: {} samples",
+                    k.name()
+                );
+            }
+        }
+        assert_eq!(a.worst, b.worst, "{name}: slowest message path");
+        assert_eq!(a, b, "{name}: run record");
+    }
+}
+
+// SCTP presets with different recovery (RDB bundles, fast retransmit,
+// timeouts) and TCP, one thin stream, 5 % loss both ways.
+#[test]
+fn streamed_thin_streams_equal_the_full_analysis() {
+    assert_streaming_exact(
+        r#"
+name = "stream-thin"
+duration = "10min"
+drain = "30s"
+seed = 3
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 50ms loss 5%"
+reverse = "delay 50ms loss 5%"
+
+[[flows]]
+workload = { kind = "constant", iat = "250ms", bytes = 100 }
+
+[[variants]]
+name = "production"
+preset = "production"
+
+[[variants]]
+name = "linux"
+preset = "linux"
+overrides = { delayed_sack = false }
+
+[[variants]]
+name = "thin"
+preset = "thin"
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-modern"
+
+[[variants]]
+name = "tcp-newreno"
+transport = "tcp"
+preset = "linux-2.6.23"
+
+[metrics]
+latency = "application"
+owd = "min-observed"
+also = ["ack", "transport", "ack-from-send", "application-from-first-tx"]
+"#,
+    );
+}
+
+// Greedy flows (TCP byte units by the megabyte, SCTP bulk) over a lossy
+// bottleneck, several streams and unordered delivery, a given one-way delay.
+#[test]
+fn streamed_bulk_and_multistream_flows_equal_the_full_analysis() {
+    assert_streaming_exact(
+        r#"
+name = "stream-bulk"
+duration = "20s"
+drain = "5s"
+seed = 8
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 20ms rate 5mbit limit 50 loss 1%"
+reverse = "delay 20ms loss 1%"
+
+[[flows]]
+workload = { kind = "bulk" }
+
+[[variants]]
+name = "sctp"
+preset = "rfc"
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-modern"
+
+[metrics]
+latency = "ack"
+owd = "20ms"
+also = ["application"]
+"#,
+    );
+    assert_streaming_exact(
+        r#"
+name = "stream-streams"
+duration = "5min"
+drain = "30s"
+seed = 9
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 30ms loss 4%"
+reverse = "delay 30ms loss 4%"
+
+[[flows]]
+workload = { kind = "exponential", mean-iat = "40ms", bytes = 200, streams = 4 }
+
+[[variants]]
+name = "four-streams"
+preset = "rfc"
+
+[[variants]]
+name = "unordered"
+preset = "thin"
+unordered = true
+
+[[variants]]
+name = "tcp-per-stream"
+transport = "tcp"
+preset = "linux-modern"
+
+[metrics]
+latency = "application"
+owd = "none"
+also = ["transport"]
+"#,
+    );
+}
+
+// A six-hour thin stream, SCTP and TCP, 5 % loss: the streamed analysis's
+// state (open messages, stored unit ranges, exact samples, records read
+// per pause) stays under fixed bounds and is no larger than after one
+// hour; past the sample limit the digest holds histograms, and the pooled
+// summary keeps counts, means and maxima exact and percentiles within the
+// histogram's bound.
+#[test]
+fn streamed_long_run_state_is_bounded_and_percentiles_within_bound() {
+    use crate::runner::STREAM_SAMPLE_LIMIT;
+    use thinstream_metrics::{LatencyKind, Summary};
+    let text = |duration: &str| {
+        format!(
+            r#"
+name = "stream-long"
+duration = "{duration}"
+drain = "60s"
+seed = 21
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 50ms loss 5%"
+reverse = "delay 50ms loss 5%"
+
+[[flows]]
+workload = {{ kind = "constant", iat = "250ms", bytes = 100 }}
+
+[[variants]]
+name = "linux"
+preset = "linux"
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-modern"
+
+[metrics]
+latency = "application"
+owd = "min-observed"
+also = ["ack"]
+"#
+        )
+    };
+    let streamed = |plan: &Plan, i: usize| {
+        run_one(
+            plan,
+            &plan.runs[i],
+            Detail {
+                stream: true,
+                ..Detail::default()
+            },
+        )
+        .unwrap()
+    };
+    let short = plan(&text("1h"));
+    let long = plan(&text("6h"));
+    for i in 0..long.runs.len() {
+        let name = &long.variants[long.runs[i].variant].spec.name;
+        let p1 = streamed(&short, i).stream_peak.unwrap();
+        let out = streamed(&long, i);
+        let p6 = out.stream_peak.unwrap();
+        assert!(p6.open_messages <= 64, "{name}: {p6:?}");
+        assert!(p6.stored_ranges <= 1024, "{name}: {p6:?}");
+        assert!(
+            p6.exact_samples <= 2 * STREAM_SAMPLE_LIMIT,
+            "{name}: {p6:?}"
+        );
+        assert!(p6.records_per_pause <= 2000, "{name}: {p6:?}");
+        assert!(
+            p6.open_messages <= p1.open_messages.max(16)
+                && p6.stored_ranges <= p1.stored_ranges.max(64),
+            "{name}: state grew with the duration: 1 h {p1:?}, 6 h {p6:?}"
+        );
+        let digests = out.digests.unwrap();
+        let kind = LatencyKind::Application;
+        assert!(
+            digests[0].histograms.contains_key(&kind),
+            "{name}: 86400 messages > limit"
+        );
+        assert!(digests[0].samples(kind).is_empty());
+
+        let full = run_one(&long, &long.runs[i], Detail::default()).unwrap();
+        let exact = Summary::pooled(&full.flows, kind);
+        let approx = Summary::pooled_digests(&digests, kind);
+        assert_eq!(exact.messages, approx.messages);
+        assert_eq!(exact.delivered, approx.delivered);
+        assert_eq!(exact.reasons, approx.reasons);
+        assert_eq!(exact.spurious, approx.spurious);
+        assert_eq!(exact.tohd, approx.tohd);
+        assert_eq!(exact.rto_measured_count, approx.rto_measured_count);
+        let owd_ms = 50.0;
+        let within = |e: f64, a: f64, what: &str| {
+            let bound = (2.0 * e + owd_ms + 1.0) / 1024.0;
+            assert!(
+                a >= e - 1e-9 && a - e <= bound,
+                "{name}: {what}: {a} ms vs exact {e} ms (bound {bound})"
+            );
+        };
+        let (e, a) = (exact.latency_ms.unwrap(), approx.latency_ms.unwrap());
+        assert_eq!(
+            (e.mean, e.max),
+            (a.mean, a.max),
+            "{name}: mean and max exact"
+        );
+        within(e.p50, a.p50, "p50");
+        within(e.p90, a.p90, "p90");
+        within(e.p99, a.p99, "p99");
+        within(e.p999, a.p999, "p99.9");
+        for (re, ra) in exact
+            .by_retransmissions
+            .iter()
+            .zip(&approx.by_retransmissions)
+        {
+            assert_eq!(
+                (re.count, re.mean_ms, re.max_ms),
+                (ra.count, ra.mean_ms, ra.max_ms)
+            );
+            if let (Some(e), Some(a)) = (re.p99_ms, ra.p99_ms) {
+                within(e, a, "p99 by retransmissions");
+            }
+        }
+    }
+}

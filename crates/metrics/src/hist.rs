@@ -1,0 +1,364 @@
+//! Latency distributions in bounded memory: [`LatencyHistogram`].
+//!
+//! An HDR histogram (the `hdrhistogram` crate) per retransmission group
+//! (0, 1, 2, 3 or more retransmissions), with [`HISTOGRAM_SIGFIG`]
+//! significant decimal digits, plus the exact count, sum, minimum and
+//! maximum of each group. What it gives:
+//!
+//! * exact: counts, the mean (from the exact sum), minimum and maximum;
+//! * a percentile (nearest rank, as [`crate::percentile_sorted`]): the
+//!   highest value of the histogram bucket that holds the sample of that
+//!   rank, clamped to the exact maximum. Buckets are 1 ns wide below
+//!   2048 ns and at most `v / 1024` wide above, so the value reported is
+//!   never below the exact percentile `v` and at most `v / 1024` (0.098 %)
+//!   above it. A histogram whose values were shifted by `d` after
+//!   recording ([`LatencyHistogram::shifted_up`], `shifted_down`) keeps
+//!   the bucket width of the unshifted value and is bucketed again: at
+//!   most `(2·v + d) / 1024` above. (The streaming analysis records
+//!   delivery latencies with the smallest one-way delay seen so far
+//!   removed and shifts only when a smaller one turns up later, by the
+//!   difference: rare, and small.)
+//!
+//! Memory: about 128 KiB per group in use (4-byte counters, values up to
+//! about 20 minutes), whatever the number of samples.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use thinstream_base::Duration;
+
+use crate::stats::LatencyStats;
+
+/// Significant decimal digits of every latency histogram.
+pub const HISTOGRAM_SIGFIG: u8 = 3;
+
+#[derive(Clone, Debug)]
+struct Group {
+    hist: Histogram<u32>,
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Group {
+    fn new() -> Group {
+        Group {
+            // Auto-resizing from [1, 2]: cannot fail for 3 digits.
+            hist: Histogram::new(HISTOGRAM_SIGFIG).unwrap_or_else(|_| unreachable!()),
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn record_n(&mut self, nanos: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.hist.record_n(nanos, n as u32).is_err() {
+            self.hist.saturating_record_n(nanos, n as u32);
+        }
+        self.count += n;
+        self.sum += u128::from(nanos) * u128::from(n);
+        self.min = self.min.min(nanos);
+        self.max = self.max.max(nanos);
+    }
+
+    /// Adds every sample of `o`.
+    fn add(&mut self, o: &Group) {
+        if o.count == 0 {
+            return;
+        }
+        if self.hist.add(&o.hist).is_err() {
+            for (v, c) in o.buckets() {
+                self.hist.saturating_record_n(v, c as u32);
+            }
+        }
+        self.count += o.count;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    /// `(highest value of the bucket, count)` of every non-empty bucket, ascending.
+    fn buckets(&self) -> Vec<(u64, u64)> {
+        self.hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), u64::from(v.count_at_value())))
+            .collect()
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    groups: [Group; 4],
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram::new()
+    }
+}
+
+impl PartialEq for LatencyHistogram {
+    fn eq(&self, o: &Self) -> bool {
+        self.groups.iter().zip(&o.groups).all(|(a, b)| {
+            (a.count, a.sum, a.min, a.max) == (b.count, b.sum, b.min, b.max)
+                && a.buckets() == b.buckets()
+        })
+    }
+}
+
+impl LatencyHistogram {
+    pub fn new() -> LatencyHistogram {
+        LatencyHistogram {
+            groups: [Group::new(), Group::new(), Group::new(), Group::new()],
+        }
+    }
+
+    /// Records one message's latency; `retransmissions` picks the group (3 = "3 or more").
+    pub fn record(&mut self, retransmissions: u32, nanos: u64) {
+        self.groups[(retransmissions as usize).min(3)].record_n(nanos, 1);
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        for (g, o) in self.groups.iter_mut().zip(&other.groups) {
+            g.add(o);
+        }
+    }
+
+    /// Every value moved down by `d` (values below `d` become 0).
+    pub fn shifted_down(&self, d: Duration) -> LatencyHistogram {
+        self.shifted(d, false)
+    }
+
+    /// Every value moved up by `d`.
+    pub fn shifted_up(&self, d: Duration) -> LatencyHistogram {
+        self.shifted(d, true)
+    }
+
+    fn shifted(&self, d: Duration, up: bool) -> LatencyHistogram {
+        let d = d.as_nanos();
+        let mv = |v: u64| {
+            if up {
+                v.saturating_add(d)
+            } else {
+                v.saturating_sub(d)
+            }
+        };
+        let mut out = LatencyHistogram::new();
+        for (g, o) in out.groups.iter_mut().zip(&self.groups) {
+            for (v, c) in o.buckets() {
+                // A bucket's highest value may lie above the exact maximum.
+                let v = mv(v.min(o.max));
+                if g.hist.record_n(v, c as u32).is_err() {
+                    g.hist.saturating_record_n(v, c as u32);
+                }
+            }
+            if o.count > 0 {
+                g.count = o.count;
+                let total = u128::from(d) * u128::from(o.count);
+                g.sum = if up {
+                    o.sum + total
+                } else {
+                    o.sum.saturating_sub(total)
+                };
+                g.min = mv(o.min);
+                g.max = mv(o.max);
+            }
+        }
+        out
+    }
+
+    /// Samples recorded (all groups).
+    pub fn count(&self) -> u64 {
+        self.groups.iter().map(|g| g.count).sum()
+    }
+
+    /// All groups in one.
+    fn pooled(&self) -> Group {
+        let mut all = Group::new();
+        for g in &self.groups {
+            all.add(g);
+        }
+        all
+    }
+
+    /// Statistics of group `i` (0, 1, 2, 3 = "3 or more"), or of all
+    /// groups with `None`; `None` when empty.
+    pub fn stats(&self, group: Option<usize>) -> Option<LatencyStats> {
+        let pooled;
+        let g = match group {
+            Some(i) => self.groups.get(i)?,
+            None => {
+                pooled = self.pooled();
+                &pooled
+            }
+        };
+        stats_of(g)
+    }
+
+    /// The value of rank `rank` (1-based, ascending) over all groups, as a
+    /// percentile is reported (see the module documentation).
+    pub fn value_at_rank(&self, rank: u64) -> Option<u64> {
+        let g = self.pooled();
+        at_rank(&g, rank)
+    }
+}
+
+fn at_rank(g: &Group, rank: u64) -> Option<u64> {
+    if g.count == 0 {
+        return None;
+    }
+    let rank = rank.clamp(1, g.count);
+    let mut seen = 0u64;
+    for (v, c) in g.buckets() {
+        seen += c;
+        if seen >= rank {
+            return Some(v.clamp(g.min, g.max));
+        }
+    }
+    Some(g.max)
+}
+
+fn stats_of(g: &Group) -> Option<LatencyStats> {
+    if g.count == 0 {
+        return None;
+    }
+    let n = u128::from(g.count);
+    // Nearest rank with q in 1/1000 percent, as `percentile_sorted`.
+    let at = |milli: u128| {
+        let rank = (milli * n).div_ceil(100_000).max(1) as u64;
+        Duration::from_nanos(at_rank(g, rank).unwrap_or(g.max))
+    };
+    Some(LatencyStats {
+        count: g.count,
+        min: Duration::from_nanos(g.min),
+        mean_ns: g.sum as f64 / g.count as f64,
+        p50: at(50_000),
+        p90: at(90_000),
+        p99: at(99_000),
+        p999: at(99_900),
+        max: Duration::from_nanos(g.max),
+    })
+}
+
+#[derive(Serialize, Deserialize)]
+struct GroupForm {
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+    /// `[highest value of the bucket, count]`, ascending.
+    buckets: Vec<(u64, u64)>,
+}
+
+impl Serialize for LatencyHistogram {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let groups: Vec<GroupForm> = self
+            .groups
+            .iter()
+            .map(|g| GroupForm {
+                count: g.count,
+                sum: g.sum,
+                min: g.min,
+                max: g.max,
+                buckets: g.buckets(),
+            })
+            .collect();
+        groups.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LatencyHistogram {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let forms: Vec<GroupForm> = Vec::deserialize(d)?;
+        if forms.len() != 4 {
+            return Err(serde::de::Error::custom(format!(
+                "a latency histogram has 4 retransmission groups, not {}",
+                forms.len()
+            )));
+        }
+        let mut out = LatencyHistogram::new();
+        for (g, f) in out.groups.iter_mut().zip(forms) {
+            for (v, c) in &f.buckets {
+                if g.hist.record_n(*v, *c as u32).is_err() {
+                    g.hist.saturating_record_n(*v, *c as u32);
+                }
+            }
+            g.count = f.count;
+            g.sum = f.sum;
+            g.min = f.min;
+            g.max = f.max;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::LatencyStats;
+
+    // Percentiles within the stated bound of the exact ones, never below;
+    // counts, mean, min and max exact; a JSON round trip changes nothing.
+    #[test]
+    fn percentiles_within_the_bound_and_round_trip() {
+        let mut h = LatencyHistogram::new();
+        let mut exact: Vec<u64> = Vec::new();
+        let mut x = 12345u64;
+        for i in 0..200_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = match i % 5 {
+                0 => 0,
+                1 => 200_000_000,
+                _ => (x >> 33) % 3_000_000_000,
+            };
+            h.record(0, v);
+            exact.push(v);
+        }
+        exact.sort_unstable();
+        let e = LatencyStats::from_sorted_nanos(&exact).unwrap();
+        let s = h.stats(None).unwrap();
+        assert_eq!((s.count, s.min, s.max), (e.count, e.min, e.max));
+        assert_eq!(s.mean_ns, e.mean_ns);
+        for (a, b) in [
+            (s.p50, e.p50),
+            (s.p90, e.p90),
+            (s.p99, e.p99),
+            (s.p999, e.p999),
+        ] {
+            let (a, b) = (a.as_nanos(), b.as_nanos());
+            assert!(a >= b && a - b <= b / 1024, "{a} vs exact {b}");
+        }
+        let json = serde_json::to_string(&h).unwrap();
+        let back: LatencyHistogram = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.stats(None), h.stats(None));
+        let bad = serde_json::from_str::<LatencyHistogram>("[]").unwrap_err();
+        assert!(bad.to_string().contains("4 retransmission groups"), "{bad}");
+    }
+
+    #[test]
+    fn shift_keeps_exact_fields_and_bound() {
+        let mut h = LatencyHistogram::new();
+        for v in [50_000_000u64, 50_000_001, 250_000_000, 1_050_000_000] {
+            h.record(1, v);
+        }
+        let s = h
+            .shifted_down(Duration::from_millis(50))
+            .stats(Some(1))
+            .unwrap();
+        assert_eq!(s.min.as_nanos(), 0);
+        assert_eq!(s.max.as_nanos(), 1_000_000_000);
+        assert_eq!(s.mean_ns, (1.0 + 200_000_000.0 + 1_000_000_000.0) / 4.0);
+        let p50 = s.p50.as_nanos();
+        assert!((1..=1 + 50_000_001 / 1024).contains(&p50), "{p50}");
+        assert!(h.stats(Some(0)).is_none());
+    }
+}

@@ -1,0 +1,1050 @@
+//! The joint sender + receiver flow analysis in bounded memory: a
+//! [`FlowStream`].
+//!
+//! [`FlowAnalysis`](crate::FlowAnalysis) keeps every message and every
+//! retransmitted piece until the end of a run. A simulated 24-hour thin
+//! stream then holds hundreds of MiB of records and outcomes. A
+//! [`FlowStream`] reads the same records (the sender's and the
+//! receiver's, plus the application send times) while the run goes and
+//! keeps:
+//!
+//! * per *open* message (submitted, not yet final): its outcome so far and,
+//!   for the slowest-message path, the copies of its units and their
+//!   arrivals;
+//! * per-unit facts (transmission count, first/last transmission, first
+//!   acknowledgement, arrival, delivery, abandonment) as unit *ranges* (see
+//!   `ranges`), only for units of open messages: a final message's units
+//!   are removed from every map and remembered as one coalesced set of
+//!   final units (one range for a stream whose messages finish in order);
+//! * fixed-size counters (pieces per reason, the reason table with
+//!   spurious counts, bytes for tohd, packets for the loss rate, the
+//!   recovery counts of [`RecoveryCounts`], the thin time);
+//! * per latency kind asked for: the latency of each final message (its
+//!   retransmission count and nanoseconds): exact, 16 bytes per message
+//!   and kind, or with [`FlowStream::with_sample_limit`] exact up to a
+//!   limit and an HDR histogram beyond it (see [`crate::LatencyHistogram`]);
+//! * the slowest message so far (and the message it waited for) with its
+//!   copies, and the last [`RECENT_PATHS`] final messages' paths to find
+//!   that blocking message.
+//!
+//! A message is *final* once every unit of it was acknowledged, had arrived
+//! and was delivered, or once it was abandoned and every unit had arrived
+//! (an abandoned message that never arrives stays open until the end).
+//! None of its facts can change afterwards: a sender does not transmit
+//! acknowledged data again, and only first arrivals, acknowledgements and
+//! deliveries count.
+//!
+//! Given the same records, [`FlowStream::finish`] gives the
+//! [`FlowDigest`] that [`FlowAnalysis::digest`](crate::FlowAnalysis::digest)
+//! gives, field for field (tested on simulated SCTP and TCP runs with
+//! loss), as long as no data of a final message is transmitted again (a
+//! piece carrying such units counts them as sent before, once) and the
+//! one-way-delay correction is not `drift-corrected` (which needs the first
+//! and last 1000 samples of the flow; refused with
+//! [`MetricsError::StreamingUnsupported`]).
+//!
+//! Feeding: the records of both endpoints in time order per endpoint,
+//! chunk by chunk; [`FlowStream::push`] takes what each endpoint recorded
+//! up to an instant and holds back the records *at* that instant, so that
+//! at equal times the receiver's records are read before the sender's
+//! (an arrival at the instant of a retransmission makes it spurious, as
+//! in [`FlowAnalysis`](crate::FlowAnalysis)).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use thinstream_base::trace::{Record, TxReason, Units};
+use thinstream_base::{Duration, Instant};
+
+use crate::digest::{FlowDigest, LatencySample, LossCounts};
+use crate::error::{MetricsError, Side};
+use crate::flow::{
+    pro_rata, AppSend, LatencyKind, LossMethod, MessageOutcome, OwdCorrection, ReasonRow,
+    RecoveryCounts, RtoClock,
+};
+use crate::hist::LatencyHistogram;
+use crate::ranges::RangeMap;
+use crate::streaming::ThinClock;
+
+/// Final messages whose paths are kept to name the message the slowest one
+/// waited for (in-order delivery).
+pub const RECENT_PATHS: usize = 256;
+
+/// One transmission of a message's data: time, the piece's units, why,
+/// and the sender's thin verdict at that time (`None` before any).
+pub type PathCopy = (Instant, Units, TxReason, Option<bool>);
+
+/// What happened to one message, with the copies of its units and their
+/// arrivals at the receiver, in time order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageTrail {
+    pub outcome: MessageOutcome,
+    /// Its latency of the slowest-message kind (one-way delay removed as the
+    /// analysis options say), if it has one.
+    pub latency: Option<Duration>,
+    pub copies: Vec<PathCopy>,
+    pub arrivals: Vec<(Instant, Units)>,
+}
+
+/// The slowest message of a flow and the message it waited for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowestTrail {
+    pub kind: LatencyKind,
+    pub message: MessageTrail,
+    pub blocked_by: Option<MessageTrail>,
+    /// The smallest `arrived − first_tx` over the flow's messages (to match
+    /// arrivals to copies).
+    pub min_one_way: Duration,
+    /// Whether the sender recorded thin verdicts at all.
+    pub thin_tracked: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Open {
+    index: u64,
+    outcome: MessageOutcome,
+    acked_units: u64,
+    arrived_units: u64,
+    delivered_units: u64,
+    copies: Vec<PathCopy>,
+    arrivals: Vec<(Instant, Units)>,
+}
+
+/// Coalesced set of unit ranges (start → end).
+#[derive(Clone, Debug, Default)]
+struct UnitSet {
+    map: BTreeMap<u64, u64>,
+}
+
+impl UnitSet {
+    fn insert(&mut self, r: Units) {
+        let (mut s, mut e) = (r.start, r.end);
+        if let Some((&ps, &pe)) = self.map.range(..=s).next_back() {
+            if pe >= s {
+                s = ps;
+                e = e.max(pe);
+                self.map.remove(&ps);
+            }
+        }
+        while let Some((&ns, &ne)) = self.map.range(s..).next() {
+            if ns > e {
+                break;
+            }
+            e = e.max(ne);
+            self.map.remove(&ns);
+        }
+        self.map.insert(s, e);
+    }
+
+    /// The parts of `r` outside the set, and how many units of `r` are in it.
+    fn outside(&self, r: Units) -> (Vec<Units>, u64) {
+        let mut out = Vec::new();
+        let mut cursor = r.start;
+        let mut inside = 0;
+        let first = self
+            .map
+            .range(..=r.start)
+            .next_back()
+            .map_or(r.start, |(s, _)| *s);
+        for (&s, &e) in self.map.range(first..r.end) {
+            if e <= cursor {
+                continue;
+            }
+            if s > cursor {
+                out.push(Units::new(cursor, s.min(r.end)));
+            }
+            let hi = e.min(r.end);
+            inside += hi - s.max(cursor);
+            cursor = hi;
+            if cursor >= r.end {
+                break;
+            }
+        }
+        if cursor < r.end {
+            out.push(Units::new(cursor, r.end));
+        }
+        (out, inside)
+    }
+
+    fn ranges(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// Latency samples of one kind: (submission index, retransmissions, raw
+/// nanoseconds: one-way delay not yet removed).
+/// Past the sample limit, a histogram of the values (the one-way delay
+/// removed where known while recording: `none` and a given delay; the
+/// `min-observed` one is removed at the end, see
+/// [`LatencyHistogram::shifted_down`]).
+#[derive(Clone, Debug, Default)]
+struct Samples {
+    exact: Vec<(u64, u32, u64)>,
+    hist: Option<LatencyHistogram>,
+    /// `min-observed`: the one-way delay removed from the histogram's
+    /// values so far (the smallest seen when they were recorded).
+    base: Duration,
+}
+
+/// See the module documentation.
+#[derive(Clone, Debug)]
+pub struct FlowStream {
+    owd: OwdCorrection,
+    kinds: Vec<LatencyKind>,
+    slowest_kind: Option<LatencyKind>,
+    sample_limit: Option<usize>,
+    /// Open messages by their first unit.
+    open: BTreeMap<u64, Open>,
+    /// Application send times not yet matched to a `Submitted` record.
+    app_sends: BTreeMap<u64, Instant>,
+    submitted: u64,
+    done: UnitSet,
+    first_tx: RangeMap<Instant>,
+    last_tx: RangeMap<Instant>,
+    tx_count: RangeMap<u32>,
+    acked: RangeMap<Instant>,
+    arrived: RangeMap<Instant>,
+    delivered: RangeMap<Instant>,
+    abandoned: RangeMap<Instant>,
+    /// Units of no message ever sent: one past the highest unit sent.
+    high_unit: u64,
+    messages: u64,
+    abandoned_messages: u64,
+    delivered_messages: u64,
+    undelivered_waited: Vec<(u64, Instant)>,
+    samples: BTreeMap<LatencyKind, Samples>,
+    min_one_way: Option<Duration>,
+    reasons: BTreeMap<TxReason, u64>,
+    /// (nth capped at 3, reason) → (count, spurious).
+    reason_rows: BTreeMap<(u32, TxReason), (u64, u64)>,
+    payload_bytes_sent: u64,
+    unique_bytes_sent: u64,
+    tx_packets: u64,
+    tx_data_packets: u64,
+    tx_retransmission_packets: u64,
+    tx_packets_received: u64,
+    rx_packets_sent: u64,
+    rx_packets_received: u64,
+    recovery: RecoveryCounts,
+    rto: RtoClock,
+    thin_seen: bool,
+    thin_last: Option<bool>,
+    thin: ThinClock,
+    window: Option<(Instant, Instant)>,
+    span: Option<(Instant, Instant)>,
+    last: [Option<Instant>; 2],
+    seen: [u64; 2],
+    held: [Vec<Record>; 2],
+    slowest: Option<(u64, MessageTrail, Option<MessageTrail>)>,
+    recent: VecDeque<(u64, MessageTrail)>,
+    peak_open: usize,
+}
+
+impl FlowStream {
+    /// A stream computing the latency samples of `kinds`, and, if
+    /// `slowest` is given, the path of the slowest message by that kind.
+    pub fn new(
+        owd: OwdCorrection,
+        kinds: &[LatencyKind],
+        slowest: Option<LatencyKind>,
+    ) -> Result<FlowStream, MetricsError> {
+        if let OwdCorrection::MinObservedDriftCorrected { .. } = owd {
+            return Err(MetricsError::StreamingUnsupported {
+                what: "the drift-corrected one-way delay (it needs the first and last samples of the flow)",
+            });
+        }
+        Ok(FlowStream {
+            owd,
+            kinds: kinds.to_vec(),
+            slowest_kind: slowest,
+            sample_limit: None,
+            open: BTreeMap::new(),
+            app_sends: BTreeMap::new(),
+            submitted: 0,
+            done: UnitSet::default(),
+            first_tx: RangeMap::new(),
+            last_tx: RangeMap::new(),
+            tx_count: RangeMap::new(),
+            acked: RangeMap::new(),
+            arrived: RangeMap::new(),
+            delivered: RangeMap::new(),
+            abandoned: RangeMap::new(),
+            high_unit: 0,
+            messages: 0,
+            abandoned_messages: 0,
+            delivered_messages: 0,
+            undelivered_waited: Vec::new(),
+            samples: kinds.iter().map(|k| (*k, Samples::default())).collect(),
+            min_one_way: None,
+            reasons: TxReason::ALL.iter().map(|r| (*r, 0)).collect(),
+            reason_rows: BTreeMap::new(),
+            payload_bytes_sent: 0,
+            unique_bytes_sent: 0,
+            tx_packets: 0,
+            tx_data_packets: 0,
+            tx_retransmission_packets: 0,
+            tx_packets_received: 0,
+            rx_packets_sent: 0,
+            rx_packets_received: 0,
+            recovery: RecoveryCounts::default(),
+            rto: RtoClock::default(),
+            thin_seen: false,
+            thin_last: None,
+            thin: ThinClock::default(),
+            window: None,
+            span: None,
+            last: [None, None],
+            seen: [0, 0],
+            held: [Vec::new(), Vec::new()],
+            slowest: None,
+            recent: VecDeque::new(),
+            peak_open: 0,
+        })
+    }
+
+    /// Keeps at most `limit` exact latency samples per kind: beyond that,
+    /// the kind's samples go into a [`LatencyHistogram`] (the digest then
+    /// holds the histogram instead of samples), so that memory stays flat
+    /// however long the flow runs. Counts, means, minima and maxima stay
+    /// exact; percentiles get the histogram's bound.
+    pub fn with_sample_limit(mut self, limit: usize) -> FlowStream {
+        self.sample_limit = Some(limit);
+        self
+    }
+
+    /// Latency samples held exactly now, over all kinds.
+    pub fn exact_samples(&self) -> usize {
+        self.samples.values().map(|s| s.exact.len()).sum()
+    }
+
+    /// Application send times (`metrics::AppSend`) of messages submitted in
+    /// this chunk or later; each is applied when its `Submitted` record is
+    /// read (and must not be later than it).
+    pub fn app_sends(&mut self, sends: impl IntoIterator<Item = AppSend>) {
+        for a in sends {
+            self.app_sends.insert(a.message, a.time);
+        }
+    }
+
+    /// Reads the records both endpoints made since the last call, every one
+    /// of them at or before `upto`; those at `upto` are held back until the
+    /// next call (or [`FlowStream::finish`]).
+    pub fn push(
+        &mut self,
+        sender: Vec<Record>,
+        receiver: Vec<Record>,
+        upto: Instant,
+    ) -> Result<(), MetricsError> {
+        let mut sides = [sender, receiver];
+        for (k, recs) in sides.iter_mut().enumerate() {
+            let mut all = std::mem::take(&mut self.held[k]);
+            all.append(recs);
+            let cut = all.partition_point(|r| r.time() < upto);
+            self.held[k] = all.split_off(cut);
+            *recs = all;
+        }
+        let [sender, receiver] = sides;
+        self.merge(sender, receiver)
+    }
+
+    fn merge(&mut self, sender: Vec<Record>, receiver: Vec<Record>) -> Result<(), MetricsError> {
+        let mut rx = receiver.into_iter().peekable();
+        for s in sender {
+            while let Some(r) = rx.next_if(|r| r.time() <= s.time()) {
+                self.receiver_record(&r)?;
+            }
+            self.sender_record(&s)?;
+        }
+        for r in rx {
+            self.receiver_record(&r)?;
+        }
+        Ok(())
+    }
+
+    /// Messages open now.
+    pub fn open_messages(&self) -> usize {
+        self.open.len()
+    }
+
+    /// The most messages open at once so far.
+    pub fn peak_open_messages(&self) -> usize {
+        self.peak_open
+    }
+
+    /// Stored unit ranges over every per-unit map and the final-unit set
+    /// (what the per-unit state costs).
+    pub fn stored_ranges(&self) -> usize {
+        self.first_tx.len()
+            + self.last_tx.len()
+            + self.tx_count.len()
+            + self.acked.len()
+            + self.arrived.len()
+            + self.delivered.len()
+            + self.abandoned.len()
+            + self.done.ranges()
+    }
+
+    fn check(&mut self, side: Side, rec: &Record) -> Result<Instant, MetricsError> {
+        let k = usize::from(side == Side::Receiver);
+        let index = self.seen[k] as usize;
+        self.seen[k] += 1;
+        let t = rec.time();
+        if self.last[k].is_some_and(|l| t < l) {
+            return Err(MetricsError::UnorderedRecords { side, index });
+        }
+        self.last[k] = Some(t);
+        self.span = Some(match self.span {
+            None => (t, t),
+            Some((a, b)) => (a.min(t), b.max(t)),
+        });
+        Ok(t)
+    }
+
+    fn units_ok(&self, side: Side, units: Units) -> Result<Units, MetricsError> {
+        if units.is_empty() {
+            let k = usize::from(side == Side::Receiver);
+            Err(MetricsError::EmptyUnits {
+                side,
+                index: self.seen[k] as usize - 1,
+            })
+        } else {
+            Ok(units)
+        }
+    }
+
+    /// First units of the open messages overlapping `r`.
+    fn owners(&self, r: Units) -> Vec<u64> {
+        let first = self
+            .open
+            .range(..=r.start)
+            .next_back()
+            .map_or(r.start, |(s, _)| *s);
+        self.open
+            .range(first..r.end)
+            .filter(|(_, m)| m.outcome.units.start < r.end && r.start < m.outcome.units.end)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    fn receiver_record(&mut self, rec: &Record) -> Result<(), MetricsError> {
+        let time = self.check(Side::Receiver, rec)?;
+        match rec {
+            Record::Arrived { units, .. } => {
+                let units = self.units_ok(Side::Receiver, *units)?;
+                let (parts, in_done) = self.done.outside(units);
+                if in_done > 0 {
+                    // A late copy of a final message: still part of the
+                    // paths kept for the slowest message.
+                    self.each_final_trail(|t| {
+                        let u = t.outcome.units;
+                        if u.start < units.end && units.start < u.end {
+                            t.arrivals.push((time, units));
+                        }
+                    });
+                }
+                for part in parts {
+                    if self.arrived.fill_gaps(part, time) == 0 {
+                        continue;
+                    }
+                    for s in self.owners(part) {
+                        let Some(m) = self.open.get_mut(&s) else {
+                            continue;
+                        };
+                        m.arrived_units = covered(&self.arrived, m.outcome.units);
+                        if m.arrived_units == m.outcome.units.len() {
+                            m.outcome.arrived = self.arrived.max_if_covered(m.outcome.units);
+                        }
+                    }
+                }
+                // Every arrival (duplicates too) belongs to the path.
+                for s in self.owners(units) {
+                    if let Some(m) = self.open.get_mut(&s) {
+                        m.arrivals.push((time, units));
+                    }
+                }
+                self.finish_ready(units, time);
+            }
+            Record::Delivered { units, .. } => {
+                let units = self.units_ok(Side::Receiver, *units)?;
+                for part in self.done.outside(units).0 {
+                    if self.delivered.fill_gaps(part, time) == 0 {
+                        continue;
+                    }
+                    for s in self.owners(part) {
+                        let Some(m) = self.open.get_mut(&s) else {
+                            continue;
+                        };
+                        m.delivered_units = covered(&self.delivered, m.outcome.units);
+                        if m.delivered_units == m.outcome.units.len() {
+                            m.outcome.delivered = self.delivered.max_if_covered(m.outcome.units);
+                        }
+                    }
+                }
+                self.finish_ready(units, time);
+            }
+            Record::PacketReceived { .. } => self.rx_packets_received += 1,
+            Record::PacketSent { .. } => self.rx_packets_sent += 1,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn sender_record(&mut self, rec: &Record) -> Result<(), MetricsError> {
+        let time = self.check(Side::Sender, rec)?;
+        match rec {
+            Record::Submitted {
+                message,
+                stream,
+                bytes,
+                unordered,
+                units,
+                ..
+            } => {
+                let units = self.units_ok(Side::Sender, *units)?;
+                if !self.owners(units).is_empty() || self.done.outside(units).1 > 0 {
+                    return Err(MetricsError::OverlappingMessage { message: *message });
+                }
+                let sent = match self.app_sends.remove(message) {
+                    Some(t) if t > time => {
+                        return Err(MetricsError::AppSendAfterSubmit {
+                            message: *message,
+                            app: t,
+                            submitted: time,
+                        })
+                    }
+                    Some(t) => t,
+                    None => time,
+                };
+                self.messages += 1;
+                let index = self.submitted;
+                self.submitted += 1;
+                self.open.insert(
+                    units.start,
+                    Open {
+                        index,
+                        outcome: MessageOutcome {
+                            message: *message,
+                            stream: *stream,
+                            bytes: *bytes,
+                            unordered: *unordered,
+                            units,
+                            sent,
+                            submitted: time,
+                            first_tx: None,
+                            retransmissions: 0,
+                            acked: None,
+                            arrived: None,
+                            delivered: None,
+                            abandoned: false,
+                        },
+                        acked_units: 0,
+                        arrived_units: 0,
+                        delivered_units: 0,
+                        copies: Vec::new(),
+                        arrivals: Vec::new(),
+                    },
+                );
+                self.peak_open = self.peak_open.max(self.open.len());
+            }
+            Record::PacketSent { data, .. } => {
+                self.tx_packets += 1;
+                if !data.is_empty() {
+                    self.tx_data_packets += 1;
+                    self.extend_window(time);
+                }
+                let mut carries_retransmission = false;
+                let mut timer_waited: Option<Duration> = None;
+                for piece in data {
+                    let units = self.units_ok(Side::Sender, piece.units)?;
+                    if piece.reason == TxReason::TimeoutRetransmit {
+                        if let Some(w) = self.since_previous_tx(units, time) {
+                            timer_waited = Some(timer_waited.map_or(w, |x| x.max(w)));
+                        }
+                    }
+                    carries_retransmission |= self.on_piece(time, units, piece.bytes, piece.reason);
+                }
+                if let Some(w) = timer_waited {
+                    self.rto.fired(time, w, &mut self.recovery);
+                }
+                if carries_retransmission {
+                    self.tx_retransmission_packets += 1;
+                }
+            }
+            Record::Acked { units, .. } => {
+                let units = self.units_ok(Side::Sender, *units)?;
+                for part in self.done.outside(units).0 {
+                    if self.acked.fill_gaps(part, time) == 0 {
+                        continue;
+                    }
+                    for s in self.owners(part) {
+                        let Some(m) = self.open.get_mut(&s) else {
+                            continue;
+                        };
+                        m.acked_units = covered(&self.acked, m.outcome.units);
+                        if m.acked_units == m.outcome.units.len() {
+                            m.outcome.acked = self.acked.max_if_covered(m.outcome.units);
+                        }
+                    }
+                }
+                self.extend_window(time);
+                self.finish_ready(units, time);
+            }
+            Record::Abandoned { units, .. } => {
+                let units = self.units_ok(Side::Sender, *units)?;
+                for part in self.done.outside(units).0 {
+                    self.abandoned.fill_gaps(part, time);
+                    for s in self.owners(part) {
+                        if let Some(m) = self.open.get_mut(&s) {
+                            m.outcome.abandoned = true;
+                        }
+                    }
+                }
+                self.finish_ready(units, time);
+            }
+            Record::Rto { rto, .. } => self.rto.set(time, *rto, &mut self.recovery),
+            Record::RttSample { data, rtt, .. } => {
+                self.recovery.rtt_samples += 1;
+                self.recovery.rtt_sample_nanos = self
+                    .recovery
+                    .rtt_sample_nanos
+                    .saturating_add(rtt.as_nanos());
+                if *data {
+                    self.recovery.data_rtt_samples += 1;
+                }
+            }
+            Record::Thin { thin, .. } => {
+                if self.thin_last.is_some_and(|t| t != *thin) {
+                    self.recovery.thin_transitions += 1;
+                }
+                self.thin_last = Some(*thin);
+                self.thin_seen = true;
+                self.thin.change(time, *thin);
+                self.thin.fold(self.window, false);
+                // A copy's verdict is the last one at or before its
+                // instant, later records of the same instant included.
+                let verdict = Some(*thin);
+                self.each_trail(|copies, _| {
+                    for c in copies.iter_mut().rev().take_while(|c| c.0 == time) {
+                        c.3 = verdict;
+                    }
+                });
+            }
+            Record::PacketReceived { .. } => self.tx_packets_received += 1,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// How long ago the first unit of `units` was last transmitted (as
+    /// `FlowAnalysis` measures it); `None` if never sent or already final.
+    fn since_previous_tx(&self, units: Units, time: Instant) -> Option<Duration> {
+        let last = self.last_tx.get(units.start)?;
+        Some(time.saturating_duration_since(last))
+    }
+
+    fn on_piece(&mut self, time: Instant, units: Units, bytes: u32, reason: TxReason) -> bool {
+        *self.reasons.entry(reason).or_insert(0) += 1;
+        self.payload_bytes_sent += u64::from(bytes);
+        if reason == TxReason::RedundantBundle {
+            self.recovery.redundant_bytes += u64::from(bytes);
+        }
+        let (parts, in_done) = self.done.outside(units);
+        let mut new_units = 0;
+        // Units of final messages were sent before.
+        let mut before: Option<u32> = (in_done > 0).then_some(1);
+        let mut spurious = true;
+        for part in &parts {
+            new_units += self.first_tx.fill_gaps(*part, time);
+            self.last_tx.update(*part, time, |v| *v = time);
+            if let Some(b) = self.tx_count.update(*part, 0, |c| *c = c.saturating_add(1)) {
+                before = Some(before.map_or(b, |x| x.max(b)));
+            }
+            spurious &= self.arrived.max_if_covered(*part).is_some();
+            for s in self.owners(*part) {
+                let thin = self.thin_last;
+                if let Some(m) = self.open.get_mut(&s) {
+                    m.outcome.first_tx.get_or_insert(time);
+                    if m.copies.last().is_none_or(|c| c.0 != time || c.1 != units) {
+                        m.copies.push((time, units, reason, thin));
+                    }
+                }
+            }
+        }
+        // Units above everything sent so far and of no message are new too.
+        self.high_unit = self.high_unit.max(units.end);
+        self.unique_bytes_sent += pro_rata(bytes, units.len(), new_units);
+        if !reason.is_retransmission() {
+            return false;
+        }
+        let nth = before.unwrap_or(0).max(1).min(3);
+        let row = self.reason_rows.entry((nth, reason)).or_insert((0, 0));
+        row.0 += 1;
+        if spurious {
+            row.1 += 1;
+        }
+        reason != TxReason::RedundantBundle
+    }
+
+    fn extend_window(&mut self, t: Instant) {
+        self.window = Some(match self.window {
+            None => (t, t),
+            Some((a, b)) => (a.min(t), b.max(t)),
+        });
+        self.thin.fold(self.window, false);
+    }
+
+    /// Calls `f` with the copies and arrivals of every message whose path
+    /// is kept (open, recent, slowest).
+    fn each_trail(&mut self, mut f: impl FnMut(&mut Vec<PathCopy>, &mut Vec<(Instant, Units)>)) {
+        for m in self.open.values_mut() {
+            f(&mut m.copies, &mut m.arrivals);
+        }
+        self.each_final_trail(|t| f(&mut t.copies, &mut t.arrivals));
+    }
+
+    /// Calls `f` with every kept path of a final message (recent, slowest).
+    fn each_final_trail(&mut self, mut f: impl FnMut(&mut MessageTrail)) {
+        for (_, t) in self.recent.iter_mut() {
+            f(t);
+        }
+        if let Some((_, w, b)) = &mut self.slowest {
+            f(w);
+            if let Some(b) = b {
+                f(b);
+            }
+        }
+    }
+
+    /// Finalizes the open messages overlapping `units` that became final.
+    fn finish_ready(&mut self, units: Units, _now: Instant) {
+        for s in self.owners(units) {
+            let ready = self.open.get(&s).is_some_and(|m| {
+                let n = m.outcome.units.len();
+                m.arrived_units == n
+                    && (m.outcome.abandoned || (m.acked_units == n && m.delivered_units == n))
+            });
+            if ready {
+                self.finalize(s);
+            }
+        }
+    }
+
+    fn finalize(&mut self, start: u64) {
+        let Some(mut m) = self.open.remove(&start) else {
+            return;
+        };
+        let u = m.outcome.units;
+        m.outcome.first_tx = self.first_tx.min_any(u);
+        m.outcome.retransmissions = self
+            .tx_count
+            .overlapping(u)
+            .map(|(_, c)| c)
+            .max()
+            .unwrap_or(0)
+            .saturating_sub(1);
+        m.outcome.acked = self.acked.max_if_covered(u);
+        m.outcome.arrived = self.arrived.max_if_covered(u);
+        m.outcome.delivered = self.delivered.max_if_covered(u);
+        m.outcome.abandoned = self.abandoned.overlapping(u).next().is_some();
+        for map in [
+            &mut self.first_tx,
+            &mut self.last_tx,
+            &mut self.acked,
+            &mut self.arrived,
+            &mut self.delivered,
+            &mut self.abandoned,
+        ] {
+            map.remove(u);
+        }
+        self.tx_count.remove(u);
+        self.done.insert(u);
+        self.account(m);
+    }
+
+    /// Counts a final message.
+    fn account(&mut self, m: Open) {
+        let o = m.outcome;
+        if o.abandoned {
+            self.abandoned_messages += 1;
+        }
+        if o.delivered.is_some() {
+            self.delivered_messages += 1;
+        } else if !o.abandoned {
+            self.undelivered_waited.push((m.index, o.sent));
+        }
+        if let (Some(tx), Some(a)) = (o.first_tx, o.arrived) {
+            let d = a.saturating_duration_since(tx);
+            self.min_one_way = Some(self.min_one_way.map_or(d, |x| x.min(d)));
+        }
+        let owd = self.owd;
+        let min = self.min_one_way.unwrap_or(Duration::ZERO);
+        for (kind, s) in self.samples.iter_mut() {
+            let Some(raw) = raw_latency(&o, *kind) else {
+                continue;
+            };
+            // With `min-observed`, histogram values have the smallest
+            // one-way delay so far removed (every delivery latency is at
+            // least that): a later, smaller one shifts them up.
+            let provisional = matches!(owd, OwdCorrection::MinObserved) && kind.owd_corrected();
+            if s.hist.is_none() && self.sample_limit.is_some_and(|l| s.exact.len() >= l) {
+                let mut h = LatencyHistogram::new();
+                s.base = if provisional { min } else { Duration::ZERO };
+                for (_, r, v) in s.exact.drain(..) {
+                    let v = corrected_now(owd, *kind, Duration::from_nanos(v));
+                    h.record(r, v.saturating_sub(s.base).as_nanos());
+                }
+                s.exact.shrink_to_fit();
+                s.hist = Some(h);
+            }
+            match &mut s.hist {
+                Some(h) => {
+                    if provisional && min < s.base {
+                        *h = h.shifted_up(s.base - min);
+                        s.base = min;
+                    }
+                    let v = corrected_now(owd, *kind, raw).saturating_sub(s.base);
+                    h.record(o.retransmissions, v.as_nanos());
+                }
+                None => s.exact.push((m.index, o.retransmissions, raw.as_nanos())),
+            }
+        }
+        let Some(kind) = self.slowest_kind else {
+            return;
+        };
+        let trail = MessageTrail {
+            outcome: o,
+            latency: raw_latency(&o, kind).map(|l| corrected_now(self.owd, kind, l)),
+            copies: m.copies,
+            arrivals: m.arrivals,
+        };
+        if let Some(l) = trail.latency {
+            let better = match &self.slowest {
+                None => true,
+                Some((i, w, _)) => {
+                    let b = w.latency.unwrap_or(Duration::ZERO);
+                    l > b || (l == b && m.index < *i)
+                }
+            };
+            if better {
+                let blocked_by = self.blocker(m.index, &trail);
+                self.slowest = Some((m.index, trail.clone(), blocked_by));
+            }
+        }
+        if self.recent.len() == RECENT_PATHS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((m.index, trail));
+    }
+
+    /// The earlier message of the same stream that arrived last before
+    /// `w` was delivered, if `w` arrived earlier than it was delivered
+    /// (ties: the later submitted), among the open and recent messages.
+    fn blocker(&self, index: u64, w: &MessageTrail) -> Option<MessageTrail> {
+        let o = &w.outcome;
+        let (Some(a), Some(d)) = (o.arrived, o.delivered) else {
+            return None;
+        };
+        if d <= a || o.unordered {
+            return None;
+        }
+        let open = self.open.values().map(|m| {
+            (
+                m.index,
+                MessageTrail {
+                    outcome: m.outcome,
+                    latency: None,
+                    copies: m.copies.clone(),
+                    arrivals: m.arrivals.clone(),
+                },
+            )
+        });
+        let recent = self.recent.iter().cloned();
+        let mut best: Option<(u64, MessageTrail)> = None;
+        for (i, t) in recent.chain(open) {
+            let m = &t.outcome;
+            if i >= index || m.stream != o.stream || m.unordered {
+                continue;
+            }
+            let Some(x) = m.arrived else { continue };
+            if x <= a || x > d {
+                continue;
+            }
+            let take = match &best {
+                None => true,
+                Some((bi, b)) => {
+                    let bx = b.outcome.arrived;
+                    Some(x) > bx || (Some(x) == bx && i > *bi)
+                }
+            };
+            if take {
+                best = Some((i, t));
+            }
+        }
+        best.map(|(_, mut t)| {
+            t.latency = self.slowest_kind.and_then(|k| raw_latency(&t.outcome, k));
+            t
+        })
+    }
+
+    /// Ends the flow: reads the held-back records, makes every open message
+    /// final with what it has, and returns the digest (latency samples in
+    /// submission order) and the slowest message's trail.
+    pub fn finish(mut self) -> Result<(FlowDigest, Option<SlowestTrail>), MetricsError> {
+        let [s, r] = std::mem::take(&mut self.held);
+        self.merge(s, r)?;
+        // Open messages become final in submission order.
+        let mut rest: Vec<(u64, u64)> = self.open.iter().map(|(s, m)| (m.index, *s)).collect();
+        rest.sort_unstable();
+        for (_, start) in rest {
+            self.finalize(start);
+        }
+        self.thin.fold(self.window, true);
+        if let (Some((from, to)), true) = (self.window, self.thin_seen) {
+            self.recovery.thin_time = Some((self.thin.total((from, to)), to - from));
+        }
+        let owd = match self.owd {
+            OwdCorrection::None => Duration::ZERO,
+            OwdCorrection::Given(d) => d,
+            _ => self.min_one_way.unwrap_or(Duration::ZERO),
+        };
+        let end = self.span.map(|(_, e)| e);
+        self.undelivered_waited.sort_unstable();
+        let undelivered = self
+            .undelivered_waited
+            .iter()
+            .map(|(_, sent)| end.map_or(0, |e| e.saturating_duration_since(*sent).as_nanos()))
+            .collect();
+        let mut histograms = BTreeMap::new();
+        let latencies = self
+            .kinds
+            .iter()
+            .map(|k| {
+                let Samples {
+                    exact: mut v,
+                    hist,
+                    base,
+                } = self.samples.remove(k).unwrap_or_default();
+                if let Some(h) = hist {
+                    // `base` is 0 or the provisional one-way delay, which
+                    // is at least the final one.
+                    let h = if base > owd {
+                        h.shifted_up(base - owd)
+                    } else {
+                        h
+                    };
+                    histograms.insert(*k, h);
+                }
+                v.sort_unstable_by_key(|(i, _, _)| *i);
+                let fix = if k.owd_corrected() {
+                    owd
+                } else {
+                    Duration::ZERO
+                };
+                (
+                    *k,
+                    v.into_iter()
+                        .map(|(_, retransmissions, raw)| LatencySample {
+                            retransmissions,
+                            nanos: Duration::from_nanos(raw).saturating_sub(fix).as_nanos(),
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let reason_table = self
+            .reason_rows
+            .iter()
+            .map(|((nth, reason), (count, spurious))| ReasonRow {
+                retransmission: *nth,
+                or_more: *nth == 3,
+                reason: *reason,
+                count: *count,
+                spurious: Some(*spurious),
+            })
+            .collect();
+        let mut spurious_by_reason = BTreeMap::new();
+        for ((_, reason), (_, spurious)) in &self.reason_rows {
+            if *spurious > 0 {
+                *spurious_by_reason.entry(*reason).or_insert(0) += spurious;
+            }
+        }
+        let digest = FlowDigest {
+            messages: self.messages,
+            abandoned: self.abandoned_messages,
+            delivered: Some(self.delivered_messages),
+            undelivered_waited_nanos: Some(undelivered),
+            recovery: self.recovery,
+            reasons: self.reasons.clone(),
+            reason_table,
+            spurious: Some(spurious_by_reason.values().sum()),
+            spurious_by_reason: Some(spurious_by_reason),
+            payload_bytes_sent: self.payload_bytes_sent,
+            unique_bytes_sent: self.unique_bytes_sent,
+            loss: (self.tx_packets > 0).then_some(LossCounts {
+                method: LossMethod::SenderAndReceiver,
+                sent: self.tx_packets,
+                counted: self.rx_packets_received,
+            }),
+            latencies,
+            histograms,
+        };
+        let thin_tracked = self.thin_seen;
+        let min_one_way = self.min_one_way.unwrap_or(Duration::ZERO);
+        let slowest = self.slowest.take().map(|(_, mut message, blocked_by)| {
+            let fix = |t: &mut MessageTrail| {
+                if let (Some(l), Some(k)) = (t.latency, self.slowest_kind) {
+                    if k.owd_corrected() && !matches!(self.owd, OwdCorrection::Given(_)) {
+                        t.latency = Some(l.saturating_sub(owd));
+                    }
+                }
+            };
+            fix(&mut message);
+            let blocked_by = blocked_by.map(|mut b| {
+                b.latency = b.latency.map(|l| {
+                    if self.slowest_kind.is_some_and(LatencyKind::owd_corrected) {
+                        l.saturating_sub(owd)
+                    } else {
+                        l
+                    }
+                });
+                b
+            });
+            SlowestTrail {
+                kind: self.slowest_kind.unwrap_or(LatencyKind::Application),
+                message,
+                blocked_by,
+                min_one_way,
+                thin_tracked,
+            }
+        });
+        Ok((digest, slowest))
+    }
+}
+
+/// The latency with a constant one-way delay removed where it is known
+/// while the flow runs (`Given`); `MinObserved` is removed at the end (the
+/// order of latencies does not change: every delivery latency is at least
+/// the smallest one-way sample, so none is cut at zero).
+fn corrected_now(owd: OwdCorrection, kind: LatencyKind, raw: Duration) -> Duration {
+    match owd {
+        OwdCorrection::Given(d) if kind.owd_corrected() => raw.saturating_sub(d),
+        _ => raw,
+    }
+}
+
+/// Units of `r` that have a value in `map`.
+fn covered<V: Copy>(map: &RangeMap<V>, r: Units) -> u64 {
+    map.overlapping(r).map(|(u, _)| u.len()).sum()
+}
+
+/// A message's latency of `kind` before any one-way delay is removed.
+fn raw_latency(m: &MessageOutcome, kind: LatencyKind) -> Option<Duration> {
+    let (end, start) = match kind {
+        LatencyKind::AckFromFirstTx => (m.acked?, m.first_tx?),
+        LatencyKind::AckFromSend => (m.acked?, m.sent),
+        LatencyKind::Transport => (m.arrived?, m.sent),
+        LatencyKind::Application => (m.delivered?, m.sent),
+        LatencyKind::TransportFromFirstTx => (m.arrived?, m.first_tx?),
+        LatencyKind::ApplicationFromFirstTx => (m.delivered?, m.first_tx?),
+    };
+    Some(end.saturating_duration_since(start))
+}
