@@ -464,7 +464,10 @@ mod tests {
         let mut rng = thinstream_base::Seed(9).rng();
         let pairs: [(IpAddr, IpAddr); 2] = [
             ("10.0.0.1".parse().unwrap(), "198.51.100.7".parse().unwrap()),
-            ("2001:db8::1".parse().unwrap(), "2001:db8::ff".parse().unwrap()),
+            (
+                "2001:db8::1".parse().unwrap(),
+                "2001:db8::ff".parse().unwrap(),
+            ),
         ];
         for (src, dst) in pairs {
             for len in 0..200 {

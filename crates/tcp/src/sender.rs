@@ -321,7 +321,11 @@ mod tests {
             q.ack(una + 1);
             let base = q.buf_start;
             wrapped += usize::from(!q.buf.as_slices().1.is_empty());
-            for (lo, hi) in [(base, q.written), (base + 3, q.written - 5), (q.written, q.written)] {
+            for (lo, hi) in [
+                (base, q.written),
+                (base + 3, q.written - 5),
+                (q.written, q.written),
+            ] {
                 assert_eq!(
                     q.bytes(lo, hi),
                     written[lo as usize..hi as usize].to_vec(),
