@@ -21,6 +21,9 @@ pub struct RunRecord {
     pub spec: RunSpec,
     /// Simulator events processed.
     pub events: u64,
+    /// Packets handed to a link, over every link ([`RunOutcome::packet_hops`]).
+    #[serde(default)]
+    pub packet_hops: u64,
     /// Virtual time at which the run stopped.
     pub end: Instant,
     /// Wall-clock seconds of the run (not deterministic).
@@ -56,6 +59,7 @@ impl RunRecord {
         RunRecord {
             spec: outcome.spec,
             events: outcome.events,
+            packet_hops: outcome.packet_hops,
             end: outcome.end,
             wall_s: outcome.wall_s,
             fault: outcome.fault.clone(),

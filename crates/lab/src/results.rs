@@ -10,7 +10,7 @@
 //!  "latency": "application", "owd": "min-observed", "sweep": null,
 //!  "variants": [
 //!    {"name": "linux", "transport": "sctp", "preset": "linux", "available": true,
-//!     "error": null, "runs": 1, "events": 123456, "wall_s": 0.7, "faults": [],
+//!     "error": null, "runs": 1, "events": 123456, "packet_hops": 45678, "wall_s": 0.7, "faults": [],
 //!     "messages": 28800, "delivered": 28800, ... (metrics::Summary fields) ...,
 //!     "latency_cdf_ms": [{"q": 0.0, "ms": 0.0}, ...],
 //!     "also": {"ack": {"latency_ms": {...}, "by_retransmissions": [...], "latency_cdf_ms": [...]}},
@@ -193,6 +193,8 @@ pub struct VariantResult {
     pub error: Option<String>,
     pub runs: usize,
     pub events: u64,
+    /// Packets handed to a link, summed over every link and run.
+    pub packet_hops: u64,
     /// Wall-clock seconds summed over this variant's runs (not deterministic).
     pub wall_s: f64,
     /// Runs the simulator stopped because a transport misbehaved.
@@ -642,6 +644,7 @@ impl Results {
                 error: v.config.as_ref().err().cloned(),
                 runs: mine.len(),
                 events: mine.iter().map(|o| o.events).sum(),
+                packet_hops: mine.iter().map(|o| o.packet_hops).sum(),
                 wall_s: mine.iter().map(|o| o.wall_s).sum(),
                 faults: mine
                     .iter()

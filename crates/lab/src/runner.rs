@@ -43,6 +43,9 @@ pub struct RunOutcome {
     pub stream_peak: Option<StreamPeak>,
     /// Simulator events processed.
     pub events: u64,
+    /// Packets handed to a link, summed over every link (a packet crossing
+    /// a dumbbell counts three times): the simulator's work in packet hops.
+    pub packet_hops: u64,
     /// Virtual time at which the run stopped.
     pub end: Instant,
     /// Wall-clock seconds of build + run + reduction (not deterministic).
@@ -615,6 +618,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         digests: None,
         stream_peak: None,
         events: result.events,
+        packet_hops: result.links.iter().map(|l| l.stats.offered.packets).sum(),
         end: result.end,
         wall_s: wall::seconds_since(started),
         fault,
