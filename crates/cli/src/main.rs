@@ -10,6 +10,7 @@ mod listen;
 mod mechanisms;
 mod merge;
 mod oneway;
+mod real;
 mod reproduce;
 mod run;
 mod send;
@@ -89,6 +90,10 @@ enum Command {
     /// reliable message arrives within a bound, then a graceful shutdown
     /// completes. A failure prints its replay command; exit status 1.
     Torture(torture::Args),
+    /// Internal: one run of `thinstream run --real`, inside the network
+    /// namespace its parent made.
+    #[command(hide = true)]
+    RealWorker(real::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
         Command::Mechanisms(args) => mechanisms::main(args),
         Command::Torture(args) => torture::main(args),
         Command::Emulate(args) => emulate::main(args),
+        Command::RealWorker(args) => real::worker(args),
     };
     match result {
         Ok(code) => code,

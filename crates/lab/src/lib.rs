@@ -76,8 +76,11 @@ pub mod worst;
 pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use record::RunRecord;
-pub use results::{PointResult, Results, VariantResult};
-pub use runner::{run_all, run_one, run_records, Detail, RunOptions, RunOutcome};
+pub use results::{PointResult, RealInfo, RealRun, Results, VariantResult};
+pub use runner::{
+    message_schedule, receiver_config, run_all, run_one, run_records, two_host_links, Detail,
+    RunOptions, RunOutcome,
+};
 pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 
