@@ -103,13 +103,6 @@ fn refusal(plan: &Plan, allow_long: bool) -> Option<String> {
             );
         }
     }
-    let window = plan.duration + plan.drain;
-    if window > MAX_REAL_WINDOW && !allow_long {
-        return Some(format!(
-            "--real: duration + drain is {window} per run, over {MAX_REAL_WINDOW}; \
-             pass --allow-long to run it in real time anyway"
-        ));
-    }
     for v in &plan.variants {
         if v.transport == TransportKind::Tcp {
             return Some(format!(
@@ -120,6 +113,13 @@ fn refusal(plan: &Plan, allow_long: bool) -> Option<String> {
                 v.spec.name
             ));
         }
+    }
+    let window = plan.duration + plan.drain;
+    if window > MAX_REAL_WINDOW && !allow_long {
+        return Some(format!(
+            "--real: duration + drain is {window} per run, over {MAX_REAL_WINDOW}; \
+             pass --allow-long to run it in real time anyway"
+        ));
     }
     for spec in &plan.runs {
         if let Some(why) = run_refusal(plan, spec) {

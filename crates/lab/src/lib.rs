@@ -54,6 +54,7 @@
 //! # Ok::<(), thinstream_lab::LabError>(())
 //! ```
 
+pub mod compare;
 pub mod echo;
 mod error;
 pub mod fairness;

@@ -1,0 +1,266 @@
+//! Two stored `results.json` side by side (`thinstream compare A B`):
+//! per variant (matched by name) and latency kind, latency by
+//! retransmission number of the message (count, mean, p99) with the
+//! difference of B from A in percent. Made for a real run against the
+//! simulated run of the same scenario (`thinstream run --real`), but any
+//! two results with variants of the same names compare.
+
+use std::fmt::Write as _;
+
+use thinstream_metrics::{LatencyMs, RetransmissionRow};
+
+use crate::results::{OtherLatency, Results, VariantResult};
+
+/// Below this many samples on either side a difference is marked as
+/// resting on few samples.
+pub const FEW_SAMPLES: u64 = 30;
+
+/// `(b − a) / a` in percent, if both exist and `a` is not zero.
+pub fn diff_percent(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    (a != 0.0).then(|| (b - a) / a * 100.0)
+}
+
+/// One row of a comparison table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// `0`, `1`, `2`, `3+` or `all`.
+    pub retransmissions: String,
+    pub count: (u64, u64),
+    pub mean: (Option<f64>, Option<f64>),
+    pub p99: (Option<f64>, Option<f64>),
+}
+
+impl Row {
+    pub fn mean_diff(&self) -> Option<f64> {
+        diff_percent(self.mean.0, self.mean.1)
+    }
+    pub fn p99_diff(&self) -> Option<f64> {
+        diff_percent(self.p99.0, self.p99.1)
+    }
+    /// Whether the mean or the p99 differ by more than `limit` percent.
+    pub fn exceeds(&self, limit: f64) -> bool {
+        [self.mean_diff(), self.p99_diff()]
+            .iter()
+            .flatten()
+            .any(|d| d.abs() > limit)
+    }
+}
+
+/// The latency of one kind of one variant: overall and by retransmissions.
+struct Kind<'a> {
+    all: Option<&'a LatencyMs>,
+    rows: &'a [RetransmissionRow],
+}
+
+fn kind_of<'a>(r: &'a Results, v: &'a VariantResult, kind: &str) -> Option<Kind<'a>> {
+    if r.latency == kind {
+        let s = v.summary.as_ref()?;
+        return Some(Kind {
+            all: s.latency_ms.as_ref(),
+            rows: &s.by_retransmissions,
+        });
+    }
+    v.also.get(kind).map(|o: &OtherLatency| Kind {
+        all: o.latency_ms.as_ref(),
+        rows: &o.by_retransmissions,
+    })
+}
+
+fn label(r: &RetransmissionRow) -> String {
+    if r.or_more {
+        format!("{}+", r.retransmissions)
+    } else {
+        r.retransmissions.to_string()
+    }
+}
+
+/// The rows of one variant and latency kind, both sides.
+pub fn rows(a: &Results, va: &VariantResult, b: &Results, vb: &VariantResult, kind: &str) -> Vec<Row> {
+    let (Some(ka), Some(kb)) = (kind_of(a, va, kind), kind_of(b, vb, kind)) else {
+        return Vec::new();
+    };
+    let mut labels: Vec<String> = ka.rows.iter().map(label).collect();
+    for l in kb.rows.iter().map(label) {
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    let find = |rows: &[RetransmissionRow], l: &str| rows.iter().find(|r| label(r) == l).cloned();
+    let mut out: Vec<Row> = labels
+        .iter()
+        .map(|l| {
+            let (ra, rb) = (find(ka.rows, l), find(kb.rows, l));
+            Row {
+                retransmissions: l.clone(),
+                count: (
+                    ra.as_ref().map_or(0, |r| r.count),
+                    rb.as_ref().map_or(0, |r| r.count),
+                ),
+                mean: (
+                    ra.as_ref().and_then(|r| r.mean_ms),
+                    rb.as_ref().and_then(|r| r.mean_ms),
+                ),
+                p99: (
+                    ra.as_ref().and_then(|r| r.p99_ms),
+                    rb.as_ref().and_then(|r| r.p99_ms),
+                ),
+            }
+        })
+        .collect();
+    out.push(Row {
+        retransmissions: "all".into(),
+        count: (
+            ka.rows.iter().map(|r| r.count).sum(),
+            kb.rows.iter().map(|r| r.count).sum(),
+        ),
+        mean: (ka.all.map(|l| l.mean), kb.all.map(|l| l.mean)),
+        p99: (ka.all.map(|l| l.p99), kb.all.map(|l| l.p99)),
+    });
+    out
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+fn pct(x: Option<f64>, limit: f64) -> String {
+    match x {
+        None => "-".into(),
+        Some(d) if d.abs() > limit => format!("**{d:+.0}%**"),
+        Some(d) => format!("{d:+.0}%"),
+    }
+}
+
+/// Latency kinds both results report: A's summary kind first, then the
+/// other kinds in A's order.
+fn common_kinds(a: &Results, b: &Results) -> Vec<String> {
+    let has = |r: &Results, k: &str| {
+        r.latency == k || r.variants.iter().any(|v| v.also.contains_key(k))
+    };
+    let mut kinds = vec![a.latency.clone()];
+    if let Some(v) = a.variants.first() {
+        kinds.extend(v.also.keys().cloned());
+    }
+    kinds.retain(|k| has(b, k));
+    kinds.dedup();
+    kinds
+}
+
+fn describe(r: &Results) -> String {
+    let mut s = format!(
+        "scenario `{}`, {} ({} run(s), {:.0} s per run, seed {})",
+        r.scenario, r.mode, r.runs, r.simulated_s, r.seed
+    );
+    if let Some(real) = &r.real {
+        let p99: Vec<f64> = real
+            .runs
+            .iter()
+            .flat_map(|run| {
+                ["forward", "reverse"].into_iter().filter_map(|d| {
+                    run.emulator
+                        .get(d)?
+                        .get("release_error")?
+                        .get("p99_us")?
+                        .as_f64()
+                })
+            })
+            .collect();
+        let late: Vec<f64> = real
+            .runs
+            .iter()
+            .filter_map(|run| run.app_wake_late_us.map(|l| l[1]))
+            .collect();
+        let max = |xs: &[f64]| xs.iter().copied().fold(f64::NAN, f64::max);
+        let _ = write!(
+            s,
+            "; started {}, {} at once; emulator release error p99 up to {:.2} ms, \
+             application timer lateness p99 up to {:.2} ms",
+            real.started_utc,
+            real.jobs,
+            max(&p99) / 1e3,
+            max(&late) / 1e3
+        );
+    }
+    s
+}
+
+/// The comparison as markdown: `a` and `b` are the stored results,
+/// `names` their labels (e.g. `sim`, `real`), `limit` the difference in
+/// percent beyond which a cell is marked.
+pub fn markdown(a: &Results, b: &Results, names: (&str, &str), limit: f64) -> String {
+    let (na, nb) = names;
+    let mut md = String::new();
+    let _ = writeln!(md, "## {na} against {nb}: latency by retransmission number\n");
+    let _ = writeln!(md, "- {na}: {}", describe(a));
+    let _ = writeln!(md, "- {nb}: {}", describe(b));
+    let _ = writeln!(
+        md,
+        "\nPer variant and latency kind: messages (n), mean and 99th percentile in ms by the \
+         number of retransmissions the message needed; diff = ({nb} − {na}) / {na}. \
+         Differences over {limit:.0}% are **bold**; `few` marks rows with fewer than \
+         {FEW_SAMPLES} messages on a side.\n"
+    );
+    let kinds = common_kinds(a, b);
+    let mut over = 0usize;
+    let mut total = 0usize;
+    for va in &a.variants {
+        let Some(vb) = b.variants.iter().find(|v| v.name == va.name) else {
+            let _ = writeln!(md, "### {}\n\nonly in {na}\n", va.name);
+            continue;
+        };
+        let _ = writeln!(md, "### {} (`{}`)\n", va.name, va.preset);
+        if let (Some(sa), Some(sb)) = (&va.summary, &vb.summary) {
+            let _ = writeln!(
+                md,
+                "messages {} / {}, delivered {} / {} ({na} / {nb})\n",
+                sa.messages,
+                sb.messages,
+                sa.delivered.map_or("-".into(), |d| d.to_string()),
+                sb.delivered.map_or("-".into(), |d| d.to_string()),
+            );
+        }
+        let _ = writeln!(
+            md,
+            "| latency | rtx | n {na} | n {nb} | mean {na} | mean {nb} | diff | p99 {na} | p99 {nb} | diff | |"
+        );
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+        for kind in &kinds {
+            for r in rows(a, va, b, vb, kind) {
+                let few = r.count.0 < FEW_SAMPLES || r.count.1 < FEW_SAMPLES;
+                if r.count.0 > 0 && r.count.1 > 0 {
+                    total += 1;
+                    if r.exceeds(limit) {
+                        over += 1;
+                    }
+                }
+                let _ = writeln!(
+                    md,
+                    "| {kind} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.retransmissions,
+                    r.count.0,
+                    r.count.1,
+                    num(r.mean.0),
+                    num(r.mean.1),
+                    pct(r.mean_diff(), limit),
+                    num(r.p99.0),
+                    num(r.p99.1),
+                    pct(r.p99_diff(), limit),
+                    if few { "few" } else { "" }
+                );
+            }
+        }
+        md.push('\n');
+    }
+    for vb in &b.variants {
+        if !a.variants.iter().any(|v| v.name == vb.name) {
+            let _ = writeln!(md, "### {}\n\nonly in {nb}\n", vb.name);
+        }
+    }
+    let _ = writeln!(
+        md,
+        "{over} of {total} rows with messages on both sides differ by more than {limit:.0}% \
+         in mean or p99."
+    );
+    md
+}
