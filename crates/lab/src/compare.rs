@@ -264,3 +264,90 @@ pub fn markdown(a: &Results, b: &Results, names: (&str, &str), limit: f64) -> St
     );
     md
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{run_all, Plan, PlanOptions, RunOptions, Scenario};
+
+    const THIN: &str = r#"
+name = "compare-test"
+source = "test"
+duration = "30s"
+drain = "10s"
+[topology]
+kind = "two-host"
+forward = "delay 30ms loss 5%"
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+[[variants]]
+name = "linux"
+preset = "linux"
+[[variants]]
+name = "thin"
+preset = "thin"
+[metrics]
+also = ["ack"]
+"#;
+
+    fn results() -> Results {
+        let s = Scenario::parse(THIN, std::path::Path::new("t.toml")).unwrap();
+        let plan = Plan::new(s, &PlanOptions::default()).unwrap();
+        let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+        Results::build(&plan, &outcomes, 0.0)
+    }
+
+    #[test]
+    fn differences_are_relative_to_the_first() {
+        let d = diff_percent(Some(200.0), Some(220.0)).unwrap();
+        assert!((d - 10.0).abs() < 1e-9, "{d}");
+        let d = diff_percent(Some(200.0), Some(150.0)).unwrap();
+        assert!((d + 25.0).abs() < 1e-9, "{d}");
+        assert_eq!(diff_percent(Some(0.0), Some(1.0)), None);
+        assert_eq!(diff_percent(None, Some(1.0)), None);
+    }
+
+    // Results against themselves: every row equal, none marked; a variant
+    // whose 1-retransmission mean is 20% higher on one side is marked in
+    // that row and nowhere else.
+    #[test]
+    fn rows_follow_the_results_and_mark_large_differences() {
+        let a = results();
+        let rows_aa = rows(&a, &a.variants[0], &a, &a.variants[0], "application");
+        let s = a.variants[0].summary.as_ref().unwrap();
+        assert_eq!(rows_aa.len(), s.by_retransmissions.len() + 1);
+        for (r, want) in rows_aa.iter().zip(&s.by_retransmissions) {
+            assert_eq!(r.count, (want.count, want.count));
+            assert_eq!(r.mean, (want.mean_ms, want.mean_ms));
+            assert!(!r.exceeds(10.0));
+        }
+        let all = rows_aa.last().unwrap();
+        assert_eq!(all.retransmissions, "all");
+        assert_eq!(all.p99.0, s.latency_ms.as_ref().map(|l| l.p99));
+        let md = markdown(&a, &a, ("x", "y"), 10.0);
+        assert!(md.contains("\n0 of "), "{md}");
+        assert!(md.contains("| ack | 1 |"), "{md}");
+
+        let mut b = a.clone();
+        let one = b.variants[1]
+            .summary
+            .as_mut()
+            .unwrap()
+            .by_retransmissions
+            .iter_mut()
+            .find(|r| r.retransmissions == 1)
+            .unwrap();
+        assert!(one.count > 0, "the test needs retransmitted messages");
+        one.mean_ms = one.mean_ms.map(|m| m * 1.2);
+        let rows_ab = rows(&a, &a.variants[1], &b, &b.variants[1], "application");
+        let marked: Vec<&str> = rows_ab
+            .iter()
+            .filter(|r| r.exceeds(10.0))
+            .map(|r| r.retransmissions.as_str())
+            .collect();
+        assert_eq!(marked, ["1"]);
+        let md = markdown(&a, &b, ("x", "y"), 10.0);
+        assert!(md.contains("**+20%**"), "{md}");
+        assert!(md.contains("\n1 of "), "{md}");
+    }
+}
