@@ -215,10 +215,7 @@ pub(crate) fn execute(
     let options = crate::run::plan_options(args);
     let plan = Plan::new(scenario, &options)?;
     if plan.runs.is_empty() {
-        bail!(
-            "no variant of {} can run in this build",
-            plan.scenario.name
-        );
+        bail!("no variant of {} can run in this build", plan.scenario.name);
     }
     if let Some(why) = refusal(&plan, args.allow_long) {
         bail!("{why}");
@@ -664,7 +661,8 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
                 head.copy_from_slice(&m.data[..INDEX_BYTES]);
                 let i = u64::from_be_bytes(head);
                 let Some(k) = usize::try_from(i).ok().filter(|k| *k < seen.len()) else {
-                    got.problems.push(format!("a message with unknown index {i}"));
+                    got.problems
+                        .push(format!("a message with unknown index {i}"));
                     continue;
                 };
                 if seen[k] {
@@ -672,8 +670,9 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
                 }
                 seen[k] = true;
                 if m.data[..] != payload(i, sizes[k] as usize)[..] || m.stream != streams[k] {
-                    got.problems
-                        .push(format!("message {i} arrived damaged or on the wrong stream"));
+                    got.problems.push(format!(
+                        "message {i} arrived damaged or on the wrong stream"
+                    ));
                 }
                 if ordered[k] {
                     if let Some(prev) = last.insert(m.stream, i) {
@@ -836,13 +835,10 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
         spec.index,
     );
     let throughput = match &plan.scenario.metrics.throughput {
-        Some(t) => thinstream_lab::fairness::series(
-            t,
-            &[(0, &analysis)],
-            &plan.scenario,
-            generation_end,
-        )
-        .map_err(|e| anyhow!("throughput: {e}"))?,
+        Some(t) => {
+            thinstream_lab::fairness::series(t, &[(0, &analysis)], &plan.scenario, generation_end)
+                .map_err(|e| anyhow!("throughput: {e}"))?
+        }
         None => Vec::new(),
     };
     let wall_s = thinstream_lab::wall::seconds_since(wall_start);

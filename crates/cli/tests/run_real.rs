@@ -49,13 +49,7 @@ also = ["ack"]
 "#;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::new(common::thinstream())
-        .args(args)
-        .output()
-        .expect("binary runs");
-    let text =
-        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
-    (out.status.code().unwrap_or(-1), text)
+    common::run_cli(args)
 }
 
 fn read(path: &Path) -> Value {
@@ -103,7 +97,14 @@ fn a_real_run_delivers_every_message_and_writes_the_simulators_results_shape() {
     let real_dir = dir.join("real");
     let sim_dir = dir.join("sim");
     let (code, text) = Command::new("timeout")
-        .args(["300", common::thinstream(), "run", scenario, "--real", "--out"])
+        .args([
+            "300",
+            common::thinstream(),
+            "run",
+            scenario,
+            "--real",
+            "--out",
+        ])
         .arg(&real_dir)
         .output()
         .map(|o| {
@@ -115,7 +116,13 @@ fn a_real_run_delivers_every_message_and_writes_the_simulators_results_shape() {
         })
         .expect("binary runs");
     assert_eq!(code, 0, "{text}");
-    let (code, text) = run(&["run", scenario, "--quiet", "--out", sim_dir.to_str().unwrap()]);
+    let (code, text) = run(&[
+        "run",
+        scenario,
+        "--quiet",
+        "--out",
+        sim_dir.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{text}");
     let real = read(&real_dir.join("results.json"));
     let sim = read(&sim_dir.join("results.json"));
@@ -128,7 +135,10 @@ fn a_real_run_delivers_every_message_and_writes_the_simulators_results_shape() {
     let (mut kr, mut ks) = (BTreeSet::new(), BTreeSet::new());
     key_paths(&real, "", "/real", &mut kr);
     key_paths(&sim, "", "/real", &mut ks);
-    assert_eq!(kr, ks, "results.json keys differ between real and simulated");
+    assert_eq!(
+        kr, ks,
+        "results.json keys differ between real and simulated"
+    );
 
     // 20 s of one message every 50 ms.
     let expected = 400u64;
@@ -141,7 +151,10 @@ fn a_real_run_delivers_every_message_and_writes_the_simulators_results_shape() {
         // The worker's own checks (each message once, in order, intact,
         // the association's message ids) land in `faults`.
         assert_eq!(v["faults"].as_array().map(Vec::len), Some(0), "{name}: {v}");
-        assert!(v["events"].is_null(), "{name}: events are not measured for real");
+        assert!(
+            v["events"].is_null(),
+            "{name}: events are not measured for real"
+        );
         // The loss happened, and was recovered from.
         let retransmitted: u64 = v["by_retransmissions"]
             .as_array()
@@ -150,7 +163,10 @@ fn a_real_run_delivers_every_message_and_writes_the_simulators_results_shape() {
             .filter(|r| r["retransmissions"].as_u64() > Some(0))
             .map(|r| r["count"].as_u64().unwrap())
             .sum();
-        assert!(retransmitted > 0, "{name}: no message needed a retransmission");
+        assert!(
+            retransmitted > 0,
+            "{name}: no message needed a retransmission"
+        );
     }
     let runs = real["real"]["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -231,7 +247,10 @@ fn real_refuses_what_it_cannot_run() {
         all.extend(args.iter().map(String::as_str));
         let (code, text) = run(&all);
         assert_eq!(code, 2, "{args:?}: {text}");
-        assert!(text.contains(expect), "{args:?}: expected {expect:?} in {text}");
+        assert!(
+            text.contains(expect),
+            "{args:?}: expected {expect:?} in {text}"
+        );
         assert!(!text.contains("panicked"), "{text}");
     }
     // --allow-long only with --real.

@@ -15,6 +15,13 @@ use crate::results::{OtherLatency, Results, VariantResult};
 /// resting on few samples.
 pub const FEW_SAMPLES: u64 = 30;
 
+/// Differences of at most this many milliseconds are never marked,
+/// whatever their percentage: a real host's timers and the emulator's
+/// release times are good to about a millisecond, and a latency near zero
+/// (no loss, one-way delay removed) would otherwise turn that into
+/// hundreds of percent.
+pub const FLOOR_MS: f64 = 2.0;
+
 /// `(b − a) / a` in percent, if both exist and `a` is not zero.
 pub fn diff_percent(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     let (a, b) = (a?, b?);
@@ -38,12 +45,12 @@ impl Row {
     pub fn p99_diff(&self) -> Option<f64> {
         diff_percent(self.p99.0, self.p99.1)
     }
-    /// Whether the mean or the p99 differ by more than `limit` percent.
-    pub fn exceeds(&self, limit: f64) -> bool {
-        [self.mean_diff(), self.p99_diff()]
+    /// Whether the mean or the p99 differ by more than `limit` percent
+    /// and more than `floor_ms`.
+    pub fn exceeds(&self, limit: f64, floor_ms: f64) -> bool {
+        [self.mean, self.p99]
             .iter()
-            .flatten()
-            .any(|d| d.abs() > limit)
+            .any(|pair| beyond(*pair, limit, floor_ms))
     }
 }
 
@@ -76,7 +83,13 @@ fn label(r: &RetransmissionRow) -> String {
 }
 
 /// The rows of one variant and latency kind, both sides.
-pub fn rows(a: &Results, va: &VariantResult, b: &Results, vb: &VariantResult, kind: &str) -> Vec<Row> {
+pub fn rows(
+    a: &Results,
+    va: &VariantResult,
+    b: &Results,
+    vb: &VariantResult,
+    kind: &str,
+) -> Vec<Row> {
     let (Some(ka), Some(kb)) = (kind_of(a, va, kind), kind_of(b, vb, kind)) else {
         return Vec::new();
     };
@@ -120,24 +133,39 @@ pub fn rows(a: &Results, va: &VariantResult, b: &Results, vb: &VariantResult, ki
     out
 }
 
+/// Whether `b` differs from `a` by more than `limit` percent of `a` and
+/// more than `floor_ms`.
+fn beyond((a, b): (Option<f64>, Option<f64>), limit: f64, floor_ms: f64) -> bool {
+    let (Some(a), Some(b)) = (a, b) else {
+        return false;
+    };
+    (b - a).abs() > floor_ms && (a == 0.0 || ((b - a) / a * 100.0).abs() > limit)
+}
+
 fn num(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.1}"))
 }
 
-fn pct(x: Option<f64>, limit: f64) -> String {
-    match x {
-        None => "-".into(),
-        Some(d) if d.abs() > limit => format!("**{d:+.0}%**"),
-        Some(d) => format!("{d:+.0}%"),
+/// The difference of a pair: in percent of `a`, in ms when `a` is 0;
+/// bold when [`beyond`].
+fn pct(pair: (Option<f64>, Option<f64>), limit: f64, floor_ms: f64) -> String {
+    let text = match pair {
+        (Some(a), Some(b)) if a == 0.0 => format!("{:+.1} ms", b - a),
+        (Some(a), Some(b)) => format!("{:+.0}%", (b - a) / a * 100.0),
+        _ => return "-".into(),
+    };
+    if beyond(pair, limit, floor_ms) {
+        format!("**{text}**")
+    } else {
+        text
     }
 }
 
 /// Latency kinds both results report: A's summary kind first, then the
 /// other kinds in A's order.
 fn common_kinds(a: &Results, b: &Results) -> Vec<String> {
-    let has = |r: &Results, k: &str| {
-        r.latency == k || r.variants.iter().any(|v| v.also.contains_key(k))
-    };
+    let has =
+        |r: &Results, k: &str| r.latency == k || r.variants.iter().any(|v| v.also.contains_key(k));
     let mut kinds = vec![a.latency.clone()];
     if let Some(v) = a.variants.first() {
         kinds.extend(v.also.keys().cloned());
@@ -187,19 +215,29 @@ fn describe(r: &Results) -> String {
 
 /// The comparison as markdown: `a` and `b` are the stored results,
 /// `names` their labels (e.g. `sim`, `real`), `limit` the difference in
-/// percent beyond which a cell is marked.
-pub fn markdown(a: &Results, b: &Results, names: (&str, &str), limit: f64) -> String {
+/// percent beyond which a cell is marked (if it also differs by more than
+/// `floor_ms`).
+pub fn markdown(
+    a: &Results,
+    b: &Results,
+    names: (&str, &str),
+    limit: f64,
+    floor_ms: f64,
+) -> String {
     let (na, nb) = names;
     let mut md = String::new();
-    let _ = writeln!(md, "## {na} against {nb}: latency by retransmission number\n");
+    let _ = writeln!(
+        md,
+        "## {na} against {nb}: latency by retransmission number\n"
+    );
     let _ = writeln!(md, "- {na}: {}", describe(a));
     let _ = writeln!(md, "- {nb}: {}", describe(b));
     let _ = writeln!(
         md,
         "\nPer variant and latency kind: messages (n), mean and 99th percentile in ms by the \
-         number of retransmissions the message needed; diff = ({nb} − {na}) / {na}. \
-         Differences over {limit:.0}% are **bold**; `few` marks rows with fewer than \
-         {FEW_SAMPLES} messages on a side.\n"
+         number of retransmissions the message needed; diff = ({nb} − {na}) / {na} (in ms \
+         where {na} is 0). Differences over {limit:.0}% and over {floor_ms} ms are **bold**; \
+         `few` marks rows with fewer than {FEW_SAMPLES} messages on a side.\n"
     );
     let kinds = common_kinds(a, b);
     let mut over = 0usize;
@@ -230,7 +268,7 @@ pub fn markdown(a: &Results, b: &Results, names: (&str, &str), limit: f64) -> St
                 let few = r.count.0 < FEW_SAMPLES || r.count.1 < FEW_SAMPLES;
                 if r.count.0 > 0 && r.count.1 > 0 {
                     total += 1;
-                    if r.exceeds(limit) {
+                    if r.exceeds(limit, floor_ms) {
                         over += 1;
                     }
                 }
@@ -242,10 +280,10 @@ pub fn markdown(a: &Results, b: &Results, names: (&str, &str), limit: f64) -> St
                     r.count.1,
                     num(r.mean.0),
                     num(r.mean.1),
-                    pct(r.mean_diff(), limit),
+                    pct(r.mean, limit, floor_ms),
                     num(r.p99.0),
                     num(r.p99.1),
-                    pct(r.p99_diff(), limit),
+                    pct(r.p99, limit, floor_ms),
                     if few { "few" } else { "" }
                 );
             }
@@ -260,7 +298,7 @@ pub fn markdown(a: &Results, b: &Results, names: (&str, &str), limit: f64) -> St
     let _ = writeln!(
         md,
         "{over} of {total} rows with messages on both sides differ by more than {limit:.0}% \
-         in mean or p99."
+         (and {floor_ms} ms) in mean or p99."
     );
     md
 }
@@ -303,6 +341,12 @@ also = ["ack"]
         assert!((d - 10.0).abs() < 1e-9, "{d}");
         let d = diff_percent(Some(200.0), Some(150.0)).unwrap();
         assert!((d + 25.0).abs() < 1e-9, "{d}");
+        // 1 ms on 0.1 ms is 1000% but within the floor; 3 ms is not.
+        assert!(!beyond((Some(0.1), Some(1.1)), 10.0, FLOOR_MS));
+        assert!(beyond((Some(0.1), Some(3.2)), 10.0, FLOOR_MS));
+        assert!(beyond((Some(0.0), Some(3.0)), 10.0, FLOOR_MS));
+        assert!(!beyond((Some(100.0), Some(109.0)), 10.0, FLOOR_MS));
+        assert!(beyond((Some(100.0), Some(111.0)), 10.0, FLOOR_MS));
         assert_eq!(diff_percent(Some(0.0), Some(1.0)), None);
         assert_eq!(diff_percent(None, Some(1.0)), None);
     }
@@ -319,12 +363,12 @@ also = ["ack"]
         for (r, want) in rows_aa.iter().zip(&s.by_retransmissions) {
             assert_eq!(r.count, (want.count, want.count));
             assert_eq!(r.mean, (want.mean_ms, want.mean_ms));
-            assert!(!r.exceeds(10.0));
+            assert!(!r.exceeds(10.0, FLOOR_MS));
         }
         let all = rows_aa.last().unwrap();
         assert_eq!(all.retransmissions, "all");
         assert_eq!(all.p99.0, s.latency_ms.as_ref().map(|l| l.p99));
-        let md = markdown(&a, &a, ("x", "y"), 10.0);
+        let md = markdown(&a, &a, ("x", "y"), 10.0, FLOOR_MS);
         assert!(md.contains("\n0 of "), "{md}");
         assert!(md.contains("| ack | 1 |"), "{md}");
 
@@ -342,11 +386,11 @@ also = ["ack"]
         let rows_ab = rows(&a, &a.variants[1], &b, &b.variants[1], "application");
         let marked: Vec<&str> = rows_ab
             .iter()
-            .filter(|r| r.exceeds(10.0))
+            .filter(|r| r.exceeds(10.0, FLOOR_MS))
             .map(|r| r.retransmissions.as_str())
             .collect();
         assert_eq!(marked, ["1"]);
-        let md = markdown(&a, &b, ("x", "y"), 10.0);
+        let md = markdown(&a, &b, ("x", "y"), 10.0, FLOOR_MS);
         assert!(md.contains("**+20%**"), "{md}");
         assert!(md.contains("\n1 of "), "{md}");
     }

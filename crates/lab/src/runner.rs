@@ -226,8 +226,9 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             );
             let start = Instant::ZERO + entry.start + spread;
             let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
-            let schedule = message_schedule(spec, entry, e, i, start, generation_end, force_unordered)
-                .map_err(run_err)?;
+            let schedule =
+                message_schedule(spec, entry, e, i, start, generation_end, force_unordered)
+                    .map_err(run_err)?;
             // TCP has one ordered byte stream per connection: a workload
             // over N streams becomes N connections, one per stream (001
             // §III.E's N TCP connections, messages round robin over them).
@@ -536,7 +537,9 @@ pub fn message_schedule(
         Box::new(thinstream_workload::TimerJitter::new(
             generator,
             entry.app_timer_jitter,
-            spec.seed.derive(&format!("workload.flow{flow}.timer")).rng(),
+            spec.seed
+                .derive(&format!("workload.flow{flow}.timer"))
+                .rng(),
         ))
     };
     Ok(generator
@@ -581,14 +584,23 @@ pub fn receiver_config(
 pub fn two_host_links(
     plan: &Plan,
     spec: &RunSpec,
-) -> Option<((LinkConfig, thinstream_base::Seed), (LinkConfig, thinstream_base::Seed))> {
+) -> Option<(
+    (LinkConfig, thinstream_base::Seed),
+    (LinkConfig, thinstream_base::Seed),
+)> {
     let point: &[SweepPoint] = spec.point.map_or(&[], |p| plan.points[p].coords());
     let variant = &plan.variants[spec.variant];
     let entries = plan.scenario.flows_at(&variant.spec, point);
     match build_topology(plan, point, &entries) {
         Topology::TwoHost { forward, reverse } => Some((
-            (forward, spec.seed.derive(thinstream_sim::topology::FORWARD_LINK)),
-            (reverse, spec.seed.derive(thinstream_sim::topology::REVERSE_LINK)),
+            (
+                forward,
+                spec.seed.derive(thinstream_sim::topology::FORWARD_LINK),
+            ),
+            (
+                reverse,
+                spec.seed.derive(thinstream_sim::topology::REVERSE_LINK),
+            ),
         )),
         Topology::Dumbbell(_) => None,
     }
