@@ -479,6 +479,10 @@ fn run_child(
 
 /// The hidden `real-worker` subcommand.
 pub(crate) fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    // `unshare` execs this program, so the parent is `run --real`: if it
+    // dies (even by SIGKILL), this run and its namespace go with it.
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .context("cannot ask to end with the parent")?;
     let lo = Command::new("ip")
         .args(["link", "set", "lo", "up"])
         .status()
