@@ -99,7 +99,7 @@ GRID = os.path.join(ROOT, "scenarios", "seeds", "003-grid-exp-4.toml")
 def test_grid_sweep_has_a_column_per_axis_and_reductions_per_cell():
     points = ["500kbit/5ms/9", "500kbit/5ms/12", "2000kbit/25ms/9", "2000kbit/25ms/12"]
     r = thinstream.run(GRID, repetitions=3, points=points, jobs=2)
-    assert r.data["schema_version"] == 5
+    assert r.data["schema_version"] == 6
     assert [a["parameter"] for a in r.data["sweep"]["axes"]] == ["rate", "delay", "drop-data-packet"]
     df = r.to_pandas()
     assert len(df) == len(r.variants) * 4

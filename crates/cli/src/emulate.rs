@@ -113,6 +113,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         duration: args.duration,
         count: args.count,
         max_clients: args.max_clients as usize,
+        link_seeds: None,
     };
     // One thread: the relay loop is one task and one core.
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -4,12 +4,14 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod compare;
 mod emulate;
 mod emulate_tun;
 mod listen;
 mod mechanisms;
 mod merge;
 mod oneway;
+mod real;
 mod reproduce;
 mod run;
 mod send;
@@ -45,6 +47,11 @@ enum Command {
     /// those of a full `thinstream run` with the same options (the wall_s
     /// fields apart: the merged one is the shards' sum).
     Merge(merge::Args),
+    /// Two stored results side by side as markdown: latency by
+    /// retransmission number (count, mean, p99) per variant and latency
+    /// kind, with the difference in percent (e.g. a simulated run against
+    /// the same scenario run with `run --real`).
+    Compare(compare::Args),
     /// Reproduce the documents' experiments in the simulator and write a report.
     Reproduce(reproduce::Args),
     /// Relay UDP through emulated links in real time (delay, loss, rate, ...).
@@ -89,6 +96,10 @@ enum Command {
     /// reliable message arrives within a bound, then a graceful shutdown
     /// completes. A failure prints its replay command; exit status 1.
     Torture(torture::Args),
+    /// Internal: one run of `thinstream run --real`, inside the network
+    /// namespace its parent made.
+    #[command(hide = true)]
+    RealWorker(real::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,10 +109,12 @@ fn main() -> ExitCode {
         Command::Send(args) => send::main(args),
         Command::Run(args) => run::main(args),
         Command::Merge(args) => merge::main(args),
+        Command::Compare(args) => compare::main(args),
         Command::Reproduce(args) => reproduce::main(args),
         Command::Mechanisms(args) => mechanisms::main(args),
         Command::Torture(args) => torture::main(args),
         Command::Emulate(args) => emulate::main(args),
+        Command::RealWorker(args) => real::worker(args),
     };
     match result {
         Ok(code) => code,

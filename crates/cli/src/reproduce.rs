@@ -270,6 +270,8 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
                 jobs: args.jobs,
                 quiet: args.quiet,
                 shard: None,
+                real: false,
+                allow_long: false,
             };
             match run::execute(&run_args, &mut |s| crate::util::out(s)) {
                 // Plots, CSV and verdicts come from the stored results.

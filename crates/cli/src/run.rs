@@ -59,6 +59,18 @@ pub(crate) struct Args {
     /// the results of one full run.
     #[arg(long, value_parser = parse_shard)]
     pub(crate) shard: Option<ShardSpec>,
+    /// Run on real sockets in real time instead of the simulator: each run
+    /// (variant x point x repetition) in its own network namespace (root
+    /// and `unshare` needed), both endpoints and the link emulator on its
+    /// 127.0.0.1, up to --jobs runs at once (default: every run, at most
+    /// 16). Two-host scenarios with one SCTP flow into a sink only. Writes
+    /// the same results.json with `mode = "real"` (default folder
+    /// out/<scenario>-real; per-run records and logs in its runs/).
+    #[arg(long)]
+    pub(crate) real: bool,
+    /// With --real: allow runs longer than 30 minutes (generation + drain).
+    #[arg(long, requires = "real")]
+    pub(crate) allow_long: bool,
 }
 
 fn parse_shard(s: &str) -> Result<ShardSpec, String> {
@@ -188,6 +200,10 @@ pub(crate) fn execute(
 }
 
 pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if args.real {
+        crate::real::execute(&args, &mut |s| crate::util::out(s))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     match args.shard {
         Some(shard) => run_shard(&args, shard, &mut |s| crate::util::out(s))?,
         None => {
@@ -197,7 +213,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn plan_options(args: &Args) -> PlanOptions {
+pub(crate) fn plan_options(args: &Args) -> PlanOptions {
     PlanOptions {
         seed: args.seed,
         duration: args.duration,

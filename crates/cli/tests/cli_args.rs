@@ -1,15 +1,9 @@
 //! Bad input gets a clear message and a non-zero exit, never a panic.
 
-use std::process::Command;
+mod common;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_thinstream"))
-        .args(args)
-        .output()
-        .expect("binary runs");
-    let text =
-        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
-    (out.status.code().unwrap_or(-1), text)
+    common::run_cli(args)
 }
 
 #[test]

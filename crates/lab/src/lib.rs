@@ -54,6 +54,7 @@
 //! # Ok::<(), thinstream_lab::LabError>(())
 //! ```
 
+pub mod compare;
 pub mod echo;
 mod error;
 pub mod fairness;
@@ -76,10 +77,10 @@ pub mod worst;
 pub use error::LabError;
 pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use record::RunRecord;
-pub use results::{PointResult, Results, VariantResult};
+pub use results::{PointResult, RealInfo, RealRun, Results, VariantResult};
 pub use runner::{
-    run_all, run_one, run_records, streams, Detail, RunOptions, RunOutcome, StreamPeak,
-    STREAM_PAUSE, STREAM_SAMPLE_LIMIT,
+    message_schedule, receiver_config, run_all, run_one, run_records, streams, two_host_links,
+    Detail, RunOptions, RunOutcome, StreamPeak, STREAM_PAUSE, STREAM_SAMPLE_LIMIT,
 };
 pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};

@@ -57,7 +57,10 @@ use crate::scenario::{GridPoint, MttStatistic, Overrides, PlotOptions, SweepPara
 /// `cells` (the reduction per combination of the other axes) with
 /// `cell_max` and `cell_min`; per variant and point `rto_measured_*`
 /// (`metrics::Summary`); `plots` (the scenario's `[plots]` options).
-pub const SCHEMA_VERSION: u32 = 5;
+/// 6: `mode` (`simulated`, or `real` for `thinstream run --real`) and
+/// `real` (how the real runs went, and which fields they cannot measure);
+/// a variant's `events` is `null` in real mode.
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The quantiles stored as `latency_cdf_ms` (fixed, so CDFs of different
 /// runs and variants line up).
@@ -139,6 +142,10 @@ fn cdf_by_rank(n: usize, at: impl Fn(usize) -> u64) -> Vec<CdfPoint> {
 pub struct Results {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// `simulated`, or `real`: the runs went over real sockets in real
+    /// time (`thinstream run --real`); then `real` says how.
+    #[serde(default = "simulated")]
+    pub mode: String,
     pub scenario: String,
     pub description: String,
     pub source: String,
@@ -162,6 +169,50 @@ pub struct Results {
     #[serde(default)]
     pub plots: PlotOptions,
     pub reference: Option<serde_json::Value>,
+    /// Real mode: when and how the runs went ([`RealInfo`]); `null` when
+    /// simulated.
+    #[serde(default)]
+    pub real: Option<RealInfo>,
+}
+
+fn simulated() -> String {
+    "simulated".into()
+}
+
+/// How the runs of a real-mode `results.json` went.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RealInfo {
+    /// Wall-clock start of the first run (UTC, RFC 3339).
+    pub started_utc: String,
+    /// Runs at once.
+    pub jobs: usize,
+    /// Fields of the results a real run cannot measure, with the reason
+    /// (they are `null` in the variants).
+    pub not_measured: BTreeMap<String, String>,
+    /// Per run: what its emulator did, and its own checks.
+    pub runs: Vec<RealRun>,
+}
+
+/// One real run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RealRun {
+    pub index: usize,
+    pub variant: String,
+    pub repetition: u32,
+    pub point: Option<String>,
+    /// Seconds from the start of the first run to this run's start.
+    pub started_s: f64,
+    pub wall_s: f64,
+    /// Messages generated, and delivered to the receiving application
+    /// (counted by the application, each checked once and in order).
+    pub messages: u64,
+    pub received: u64,
+    /// The emulator's report of this run (`thinstream emulate --json`'s
+    /// shape: per direction datagrams, drops by cause, release error).
+    pub emulator: serde_json::Value,
+    /// Application timer lateness: how late the sending application woke
+    /// for its messages (µs: p50, p99, max; `null` if it never slept).
+    pub app_wake_late_us: Option<[f64; 3]>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -192,9 +243,11 @@ pub struct VariantResult {
     /// Why the variant did not run.
     pub error: Option<String>,
     pub runs: usize,
-    pub events: u64,
-    /// Packets handed to a link, summed over every link and run.
-    pub packet_hops: u64,
+    /// Simulator events processed (`null` in real mode).
+    pub events: Option<u64>,
+    /// Packets handed to a link, summed over every link and run (`null` in
+    /// real mode).
+    pub packet_hops: Option<u64>,
     /// Wall-clock seconds summed over this variant's runs (not deterministic).
     pub wall_s: f64,
     /// Runs the simulator stopped because a transport misbehaved.
@@ -643,8 +696,8 @@ impl Results {
                 available,
                 error: v.config.as_ref().err().cloned(),
                 runs: mine.len(),
-                events: mine.iter().map(|o| o.events).sum(),
-                packet_hops: mine.iter().map(|o| o.packet_hops).sum(),
+                events: Some(mine.iter().map(|o| o.events).sum()),
+                packet_hops: Some(mine.iter().map(|o| o.packet_hops).sum()),
                 wall_s: mine.iter().map(|o| o.wall_s).sum(),
                 faults: mine
                     .iter()
@@ -761,6 +814,8 @@ impl Results {
         };
         Results {
             schema_version: SCHEMA_VERSION,
+            mode: simulated(),
+            real: None,
             scenario: s.name.clone(),
             description: s.description.clone(),
             source: s.source.clone(),

@@ -293,32 +293,10 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                     / u128::from(entry.count.max(1))) as u64,
             );
             let start = Instant::ZERO + entry.start + spread;
-            let generator = entry
-                .workload
-                .build(
-                    start + entry.app_start,
-                    spec.seed.derive(&format!("workload.flow{i}")),
-                )
-                .map_err(|err| run_err(format!("flows[{e}] workload: {err}")))?;
-            let generator: Box<dyn Generator + Send> = if entry.app_timer_jitter.is_zero() {
-                generator
-            } else {
-                Box::new(thinstream_workload::TimerJitter::new(
-                    generator,
-                    entry.app_timer_jitter,
-                    spec.seed.derive(&format!("workload.flow{i}.timer")).rng(),
-                ))
-            };
             let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
-            let schedule = generator
-                .into_messages()
-                .take_while(move |m| m.at < generation_end)
-                .map(move |m| MessageSpec {
-                    at: m.at,
-                    stream: m.stream,
-                    bytes: m.bytes,
-                    unordered: m.unordered || force_unordered,
-                });
+            let schedule =
+                message_schedule(spec, entry, e, i, start, generation_end, force_unordered)
+                    .map_err(run_err)?;
             // TCP has one ordered byte stream per connection: a workload
             // over N streams becomes N connections, one per stream (001
             // §III.E's N TCP connections, messages round robin over them).
@@ -361,17 +339,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
                     (PeerKind::Sink, TransportKind::Sctp) => Box::new(Sink::messages()),
                 };
                 let ca = config.clone();
-                let mut cb = config.clone();
-                let receiver = if plan.fixed[e].is_none() {
-                    variant.spec.receiver.as_ref().or(entry.receiver.as_ref())
-                } else {
-                    entry.receiver.as_ref()
-                };
-                if let (Some(r), TransportConfig::Sctp(c)) = (receiver, &mut cb) {
-                    if let Some(policy) = thinstream_proto::DelayedSack::receiver(r) {
-                        c.delayed_sack = policy;
-                    }
-                }
+                let cb = receiver_config(plan, spec, e, entry, &config);
                 if entry.app_start_from == crate::scenario::AppStartFrom::Established {
                     source = source.starting_when_established(start);
                 }
@@ -492,6 +460,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             digests: Some(streamed.digests),
             stream_peak: Some(streamed.peak),
             events: result.events,
+            packet_hops: result.links.iter().map(|l| l.stats.offered.packets).sum(),
             end: result.end,
             wall_s: wall::seconds_since(started),
             fault,
@@ -736,6 +705,101 @@ fn run_streaming(
             peak,
         },
     ))
+}
+
+/// The message schedule of flow `flow` (the `flow`-th flow of the run),
+/// the `e`-th `[[flows]]` entry, starting at `start`: its workload's
+/// messages generated before `generation_end`, drawn from the run's seed
+/// (the same draws in the simulator and in a real run).
+pub fn message_schedule(
+    spec: &RunSpec,
+    entry: &FlowEntry,
+    e: usize,
+    flow: usize,
+    start: Instant,
+    generation_end: Instant,
+    force_unordered: bool,
+) -> Result<impl Iterator<Item = MessageSpec> + Send, String> {
+    let generator = entry
+        .workload
+        .build(
+            start + entry.app_start,
+            spec.seed.derive(&format!("workload.flow{flow}")),
+        )
+        .map_err(|err| format!("flows[{e}] workload: {err}"))?;
+    let generator: Box<dyn Generator + Send> = if entry.app_timer_jitter.is_zero() {
+        generator
+    } else {
+        Box::new(thinstream_workload::TimerJitter::new(
+            generator,
+            entry.app_timer_jitter,
+            spec.seed
+                .derive(&format!("workload.flow{flow}.timer"))
+                .rng(),
+        ))
+    };
+    Ok(generator
+        .into_messages()
+        .take_while(move |m| m.at < generation_end)
+        .map(move |m| MessageSpec {
+            at: m.at,
+            stream: m.stream,
+            bytes: m.bytes,
+            unordered: m.unordered || force_unordered,
+        }))
+}
+
+/// The receiving end's configuration of a flow of entry `e` whose sender
+/// uses `config`: the receiver profile (the variant's, else the entry's;
+/// only the entry's for an entry with its own preset) replaces an SCTP
+/// receiver's delayed-SACK policy.
+pub fn receiver_config(
+    plan: &Plan,
+    spec: &RunSpec,
+    e: usize,
+    entry: &FlowEntry,
+    config: &TransportConfig,
+) -> TransportConfig {
+    let variant = &plan.variants[spec.variant];
+    let mut cb = config.clone();
+    let receiver = if plan.fixed[e].is_none() {
+        variant.spec.receiver.as_ref().or(entry.receiver.as_ref())
+    } else {
+        entry.receiver.as_ref()
+    };
+    if let (Some(r), TransportConfig::Sctp(c)) = (receiver, &mut cb) {
+        if let Some(policy) = thinstream_proto::DelayedSack::receiver(r) {
+            c.delayed_sack = policy;
+        }
+    }
+    cb
+}
+
+/// A two-host run's forward and reverse links (the sweep point applied)
+/// with the seeds the simulator gives them; `None` for other topologies.
+pub fn two_host_links(
+    plan: &Plan,
+    spec: &RunSpec,
+) -> Option<(
+    (LinkConfig, thinstream_base::Seed),
+    (LinkConfig, thinstream_base::Seed),
+)> {
+    let point: &[SweepPoint] = spec.point.map_or(&[], |p| plan.points[p].coords());
+    let variant = &plan.variants[spec.variant];
+    let entries = plan.scenario.flows_at(&variant.spec, point);
+    match build_topology(plan, point, &entries) {
+        Topology::TwoHost { forward, reverse } => Some((
+            (
+                forward,
+                spec.seed.derive(thinstream_sim::topology::FORWARD_LINK),
+            ),
+            (
+                reverse,
+                spec.seed.derive(thinstream_sim::topology::REVERSE_LINK),
+            ),
+        )),
+        Topology::Dumbbell(_) => None,
+    }
 }
 
 /// The topology of one run: the scenario's links with the sweep point applied.

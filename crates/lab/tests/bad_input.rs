@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 
 fn scenario_files() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in ["scenarios/seeds", "scenarios/robustness"] {
+    for dir in ["scenarios/seeds", "scenarios/robustness", "scenarios/real"] {
         let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
             continue;
         };

@@ -181,6 +181,12 @@ pub(crate) fn endpoint_id(flow: FlowId, side: Side) -> EndpointId {
     EndpointId(flow.0 * 2 + usize::from(side == Side::B))
 }
 
+/// The label of a two-host topology's forward link (A to B); its seed is
+/// the master seed derived with this label.
+pub const FORWARD_LINK: &str = "link.forward";
+/// The label of a two-host topology's reverse link (B to A).
+pub const REVERSE_LINK: &str = "link.reverse";
+
 pub(crate) fn plan(
     topology: &Topology,
     addrs: &[(SocketAddr, SocketAddr)],
@@ -211,8 +217,8 @@ pub(crate) fn plan(
     let mut endpoint_node = vec![0; flows * 2];
     let nodes = match topology {
         Topology::TwoHost { forward, reverse } => {
-            let fwd = add_link("link.forward".into(), 0, 1, forward);
-            let rev = add_link("link.reverse".into(), 1, 0, reverse);
+            let fwd = add_link(FORWARD_LINK.into(), 0, 1, forward);
+            let rev = add_link(REVERSE_LINK.into(), 1, 0, reverse);
             let mut left = BTreeMap::new();
             let mut right = BTreeMap::new();
             for (i, (a, b)) in addrs.iter().enumerate() {

@@ -239,6 +239,7 @@ pub struct EndpointConfig {
     pub(crate) fixed_seed: Option<u64>,
     pub(crate) gso: bool,
     pub(crate) busy_poll: Option<std::time::Duration>,
+    pub(crate) clock: Option<crate::clock::Clock>,
 }
 
 impl Default for EndpointConfig {
@@ -258,6 +259,7 @@ impl EndpointConfig {
             fixed_seed: None,
             gso: true,
             busy_poll: None,
+            clock: None,
         }
     }
 
@@ -326,6 +328,16 @@ impl EndpointConfig {
     /// µs suits a request/response thin stream on a LAN.
     pub fn busy_poll(&mut self, window: Option<std::time::Duration>) -> &mut Self {
         self.busy_poll = window.filter(|w| !w.is_zero());
+        self
+    }
+
+    /// The clock the endpoint's associations read (and time-stamp their
+    /// trace records with). By default each endpoint starts its own, with
+    /// its epoch at [`crate::Endpoint::bind`]; endpoints given one clock
+    /// share a time base, so the traces of both ends of an association in
+    /// one process join directly (the laboratory's real runs do this).
+    pub fn clock(&mut self, clock: crate::clock::Clock) -> &mut Self {
+        self.clock = Some(clock);
         self
     }
 

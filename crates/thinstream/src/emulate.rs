@@ -71,6 +71,11 @@ pub struct EmulatorConfig {
     pub count: Option<u64>,
     /// Most clients (each costs a socket and two links).
     pub max_clients: usize,
+    /// Seeds of the first client's forward and reverse links, instead of
+    /// `seed.derive("forward")` / `("reverse")`: `thinstream run --real`
+    /// gives the simulator's link seeds of the run, so the n-th datagram
+    /// into a direction meets the same random draws in both.
+    pub link_seeds: Option<(Seed, Seed)>,
 }
 
 /// Why the emulator could not start.
@@ -506,16 +511,20 @@ impl Emulator {
             seed.derive(&format!("client{i}"))
         };
         let link_err = |e: EmulateError| io::Error::other(e.to_string());
+        let (forward_seed, reverse_seed) = match self.config.link_seeds {
+            Some(seeds) if i == 0 => seeds,
+            _ => (seed.derive("forward"), seed.derive("reverse")),
+        };
         let forward = Direction::new(
             &self.config.forward,
-            seed.derive("forward"),
+            forward_seed,
             self.config.limit,
             "forward",
         )
         .map_err(link_err)?;
         let reverse = Direction::new(
             &self.config.reverse,
-            seed.derive("reverse"),
+            reverse_seed,
             self.config.limit,
             "reverse",
         )

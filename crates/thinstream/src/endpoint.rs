@@ -9,7 +9,6 @@ use thinstream_base::Seed;
 use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint, Entropy};
 
 use crate::association::Association;
-use crate::clock::Clock;
 use crate::config::{AssociationConfig, EndpointConfig};
 use crate::error::{AssociationError, BindError, ConnectError};
 use crate::state::{Shared, Slot, State};
@@ -110,7 +109,7 @@ impl Endpoint {
                 slots_dirty: false,
             }),
             wake: tokio::sync::Notify::new(),
-            clock: Clock::new(),
+            clock: config.clock.unwrap_or_default(),
             local,
         });
         rt.spawn(drive(shared.clone(), io, config.busy_poll));

@@ -11,6 +11,18 @@ pub(crate) fn thinstream() -> &'static str {
     env!("CARGO_BIN_EXE_thinstream")
 }
 
+/// Runs our CLI with `args`; its exit code (-1 if killed) and
+/// stderr + stdout.
+pub(crate) fn run_cli(args: &[&str]) -> (i32, String) {
+    let out = Command::new(thinstream())
+        .args(args)
+        .output()
+        .expect("binary runs");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    (out.status.code().unwrap_or(-1), text)
+}
+
 /// `Some(reason)` if no private network namespace can be made here.
 pub(crate) fn netns_unavailable() -> Option<String> {
     let ok = Command::new("unshare")

@@ -1,0 +1,907 @@
+//! `thinstream run FILE --real`: a two-host scenario's runs over real
+//! sockets, in real time, through the link emulator.
+//!
+//! The parent checks that the scenario is one a real run can do, then
+//! starts every run (variant x sweep point x repetition) as its own process
+//! in its own network namespace (`unshare -n <self> real-worker ...`), up
+//! to `--jobs` at once, each bounded in time (generation + drain + margin)
+//! and killed past it. A worker brings `lo` up and runs, in one process on
+//! 127.0.0.1, both endpoints of the flow (the variant's preset and
+//! overrides on both ends, the receiver profile on the receiving end, as
+//! the simulator does), the emulator between them with the scenario's
+//! forward and reverse links and the simulator's link seeds of that run,
+//! and the flow's workload drawn from the run's seed. Both endpoints share
+//! one clock, so their trace records join as the simulator's do: the run is
+//! analysed by the same `FlowAnalysis` and reduced to the same `RunRecord`,
+//! which the worker writes to a file. The parent pools the records exactly
+//! as a simulated run's and writes `results.json` with `mode = "real"` and
+//! a `real` section (per run: the emulator's statistics, the application's
+//! own delivery checks, timer lateness; the fields a real run cannot
+//! measure, with the reason).
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context};
+use clap::Args as ClapArgs;
+use serde::{Deserialize, Serialize};
+use thinstream::clock::Clock;
+use thinstream::emulate::{Emulator, EmulatorConfig};
+use thinstream::{AssociationConfig, Endpoint, EndpointConfig, PathMtu, SendOptions};
+use thinstream_base::trace::Record;
+use thinstream_base::{Duration, Instant};
+use thinstream_lab::scenario::{AppStartFrom, FlowEntry, PeerKind, TopologySpec};
+use thinstream_lab::{
+    Plan, PlanOptions, RealInfo, RealRun, Results, RunOutcome, RunRecord, RunSpec, Scenario,
+    SweepParameter, TransportConfig, TransportKind,
+};
+use thinstream_link::HoldLimit;
+use thinstream_metrics::{AnalysisOptions, AppSend, FlowAnalysis, FlowInput};
+
+/// Longest generation + drain of one run without `--allow-long`.
+pub(crate) const MAX_REAL_WINDOW: Duration = Duration::from_secs(30 * 60);
+/// Most runs at once by default (each is mostly asleep: a thin stream
+/// costs little CPU; more at once would load the host's timers).
+const DEFAULT_JOBS_CAP: usize = 16;
+/// Time a run may take beyond its window (namespace, handshake, teardown)
+/// before the parent kills it.
+const MARGIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The hidden `real-worker` subcommand: one run of a scenario, inside a
+/// network namespace the parent made.
+#[derive(ClapArgs, Debug)]
+pub(crate) struct WorkerArgs {
+    /// Scenario file.
+    scenario: PathBuf,
+    /// The run index in the plan.
+    #[arg(long)]
+    run: usize,
+    /// Where to write the run's record (JSON).
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long, value_parser = crate::util::parse_duration)]
+    duration: Option<Duration>,
+    #[arg(long, value_parser = crate::util::parse_duration)]
+    drain: Option<Duration>,
+    #[arg(long, value_delimiter = ',')]
+    variants: Option<Vec<String>>,
+    #[arg(long, value_delimiter = ',')]
+    points: Option<Vec<String>>,
+    #[arg(long)]
+    repetitions: Option<u32>,
+}
+
+/// What a worker hands back.
+#[derive(Serialize, Deserialize)]
+struct WorkerOutput {
+    record: RunRecord,
+    real: RealRun,
+}
+
+/// Why a scenario cannot run with `--real` (or `None`).
+fn refusal(plan: &Plan, allow_long: bool) -> Option<String> {
+    let s = &plan.scenario;
+    if !matches!(s.topology, TopologySpec::TwoHost { .. }) {
+        return Some(format!(
+            "--real runs two-host scenarios only; {} has a dumbbell topology \
+             (shared bottlenecks and cross traffic need the simulator)",
+            s.name
+        ));
+    }
+    if let Some(sw) = &s.sweep {
+        if sw.has(SweepParameter::DropDataPacket) {
+            return Some(
+                "--real cannot sweep drop-data-packet: dropping the k-th data packet needs \
+                 the simulator's drop hook"
+                    .into(),
+            );
+        }
+    }
+    for v in &plan.variants {
+        if v.transport == TransportKind::Tcp {
+            return Some(format!(
+                "--real: variant {} is TCP; a real TCP run would be the kernel's TCP, not \
+                 the simulator's TCP model, so it would not compare with anything in this \
+                 scenario. Select SCTP variants with --variants, or run kernel TCP through \
+                 `thinstream emulate --tun` (bench/tcp-model-vs-kernel)",
+                v.spec.name
+            ));
+        }
+    }
+    let window = plan.duration + plan.drain;
+    if window > MAX_REAL_WINDOW && !allow_long {
+        return Some(format!(
+            "--real: duration + drain is {window} per run, over {MAX_REAL_WINDOW}; \
+             pass --allow-long to run it in real time anyway"
+        ));
+    }
+    for spec in &plan.runs {
+        if let Some(why) = run_refusal(plan, spec) {
+            return Some(why);
+        }
+    }
+    None
+}
+
+/// The one flow entry of a run, or why the run cannot go real.
+fn the_flow(plan: &Plan, spec: &RunSpec) -> Result<FlowEntry, String> {
+    let variant = &plan.variants[spec.variant];
+    let point = spec.point.map_or(&[][..], |p| plan.points[p].coords());
+    let entries = plan.scenario.flows_at(&variant.spec, point);
+    let [entry] = entries.as_slice() else {
+        return Err(format!(
+            "--real runs one flow; {} has {} [[flows]] entries (cross traffic needs the simulator)",
+            plan.scenario.name,
+            entries.len()
+        ));
+    };
+    if entry.workload.produces_flows() || entry.count != 1 {
+        return Err(format!(
+            "--real runs one flow; {}'s [[flows]] entry makes {} flows",
+            plan.scenario.name,
+            if entry.workload.produces_flows() {
+                "many (HTTP clients)".to_string()
+            } else {
+                entry.count.to_string()
+            }
+        ));
+    }
+    if entry.peer_kind() != PeerKind::Sink {
+        return Err(
+            "--real runs flows into a sink; echo peers (response times) are not built for --real"
+                .into(),
+        );
+    }
+    if entry.app_start_from == AppStartFrom::Established {
+        return Err(
+            "--real: app-start-from = \"established\" is not built for --real (the workload \
+             starts at its scheduled times)"
+                .into(),
+        );
+    }
+    if !entry.is_measured() {
+        return Err("--real: the flow is not measured (`measured = false`)".into());
+    }
+    if plan.fixed[0].is_some() {
+        return Err(
+            "--real: the flow has its own preset; --real runs the variants' transport".into(),
+        );
+    }
+    Ok(entry.clone())
+}
+
+fn run_refusal(plan: &Plan, spec: &RunSpec) -> Option<String> {
+    the_flow(plan, spec).err()
+}
+
+/// Whether this process can make network namespaces.
+fn netns_problem() -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some(
+            "--real needs root: each run gets its own network namespace (`unshare -n`)".into(),
+        );
+    }
+    match Command::new("unshare")
+        .args(["-n", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(s) if s.success() => None,
+        Ok(s) => Some(format!(
+            "--real: `unshare -n true` failed ({s}); a network namespace cannot be made here"
+        )),
+        Err(e) => Some(format!(
+            "--real needs `unshare` (util-linux) to make a network namespace per run: {e}"
+        )),
+    }
+}
+
+/// `thinstream run FILE --real`.
+pub(crate) fn execute(
+    args: &crate::run::Args,
+    print: &mut dyn FnMut(&str),
+) -> anyhow::Result<(Plan, Results, PathBuf)> {
+    if args.pcap.is_some() || args.records.is_some() || args.shard.is_some() {
+        bail!("--real cannot be combined with --pcap, --records or --shard");
+    }
+    let scenario = Scenario::load(&args.scenario)?;
+    let options = crate::run::plan_options(args);
+    let plan = Plan::new(scenario, &options)?;
+    if plan.runs.is_empty() {
+        bail!("no variant of {} can run in this build", plan.scenario.name);
+    }
+    if let Some(why) = refusal(&plan, args.allow_long) {
+        bail!("{why}");
+    }
+    if let Some(why) = netns_problem() {
+        bail!("{why}");
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or(plan.runs.len().min(DEFAULT_JOBS_CAP))
+        .max(1);
+    let window = plan.duration + plan.drain;
+    print(&format!(
+        "scenario {} on real sockets: master seed {}, {} run(s) of {} ({} generation + {} drain) \
+         each, {} at once\n",
+        plan.scenario.name,
+        plan.seed.0,
+        plan.runs.len(),
+        window,
+        plan.duration,
+        plan.drain,
+        jobs
+    ));
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("out").join(format!("{}-real", plan.scenario.name)));
+    let runs_dir = out_dir.join("runs");
+    std::fs::create_dir_all(&runs_dir)
+        .with_context(|| format!("cannot create {}", runs_dir.display()))?;
+    let scenario_path = std::fs::canonicalize(&args.scenario)
+        .with_context(|| format!("cannot resolve {}", args.scenario.display()))?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let started = thinstream_lab::wall::now();
+
+    let worker_args = |spec: &RunSpec, out: &Path| -> Vec<String> {
+        let mut a = vec![
+            "real-worker".to_string(),
+            scenario_path.display().to_string(),
+            "--run".into(),
+            spec.index.to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--seed".into(),
+            plan.seed.0.to_string(),
+        ];
+        if let Some(d) = args.duration {
+            a.extend(["--duration".into(), format!("{}ns", d.as_nanos())]);
+        }
+        if let Some(d) = args.drain {
+            a.extend(["--drain".into(), format!("{}ns", d.as_nanos())]);
+        }
+        if let Some(v) = &args.variants {
+            a.extend(["--variants".into(), v.join(",")]);
+        }
+        if let Some(p) = &args.points {
+            a.extend(["--points".into(), p.join(",")]);
+        }
+        if let Some(r) = args.repetitions {
+            a.extend(["--repetitions".into(), r.to_string()]);
+        }
+        a
+    };
+
+    // Progress: run-seconds done of all runs' windows.
+    let total_s = plan.runs.len() as u64 * window.as_secs_f64().ceil() as u64;
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total_s.max(1)),
+        if !args.quiet && std::io::stderr().is_terminal() {
+            indicatif::ProgressDrawTarget::stderr()
+        } else {
+            indicatif::ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:30}] {percent}% of run time, {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    // Per run: when it started (seconds since `started`), and its outcome.
+    let starts: Mutex<Vec<Option<f64>>> = Mutex::new(vec![None; plan.runs.len()]);
+    let outcomes: Mutex<Vec<Option<anyhow::Result<WorkerOutput>>>> =
+        Mutex::new((0..plan.runs.len()).map(|_| None).collect());
+    let bound = std::time::Duration::from_nanos(window.as_nanos()) + MARGIN;
+    let finished_s = Arc::new(Mutex::new(0.0f64));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(plan.runs.len()) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(spec) = plan.runs.get(k) else { break };
+                let out = runs_dir.join(format!("run-{}.json", spec.index));
+                let log = runs_dir.join(format!("run-{}.log", spec.index));
+                let _ = std::fs::remove_file(&out);
+                if let Ok(mut s) = starts.lock() {
+                    s[k] = Some(thinstream_lab::wall::seconds_since(started));
+                }
+                let result = run_child(&exe, &worker_args(spec, &out), &out, &log, bound)
+                    .with_context(|| {
+                        format!(
+                            "run {} (variant {}, repetition {})",
+                            spec.index, plan.variants[spec.variant].spec.name, spec.repetition
+                        )
+                    });
+                if let Ok(mut o) = outcomes.lock() {
+                    o[k] = Some(result);
+                }
+                if let Ok(mut f) = finished_s.lock() {
+                    *f += window.as_secs_f64();
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        // The bar: finished runs count whole, running ones by their age.
+        while done.load(Ordering::Relaxed) < plan.runs.len() {
+            let now = thinstream_lab::wall::seconds_since(started);
+            let running: f64 = starts
+                .lock()
+                .map(|s| {
+                    s.iter()
+                        .enumerate()
+                        .filter_map(|(k, t)| {
+                            let finished = outcomes.lock().is_ok_and(|o| o[k].is_some());
+                            t.filter(|_| !finished)
+                                .map(|t| (now - t).min(window.as_secs_f64()))
+                        })
+                        .sum()
+                })
+                .unwrap_or(0.0);
+            let finished = finished_s.lock().map_or(0.0, |f| *f);
+            bar.set_position((finished + running) as u64);
+            bar.set_message(format!(
+                "{}/{} runs done",
+                done.load(Ordering::Relaxed),
+                plan.runs.len()
+            ));
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    });
+    bar.finish_and_clear();
+    let wall_s = thinstream_lab::wall::seconds_since(started);
+    let starts = starts.into_inner().unwrap_or_default();
+    let mut records = Vec::with_capacity(plan.runs.len());
+    let mut real_runs = Vec::with_capacity(plan.runs.len());
+    let mut failures = Vec::new();
+    for (k, o) in outcomes
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        match o {
+            Some(Ok(mut w)) => {
+                w.real.started_s = starts.get(k).copied().flatten().unwrap_or(0.0);
+                records.push(w.record);
+                real_runs.push(w.real);
+            }
+            Some(Err(e)) => failures.push(format!("{e:#}")),
+            None => failures.push(format!("run {k} never started")),
+        }
+    }
+    if !failures.is_empty() {
+        bail!(
+            "{} of {} real run(s) failed (logs in {}):\n  {}",
+            failures.len(),
+            plan.runs.len(),
+            runs_dir.display(),
+            failures.join("\n  ")
+        );
+    }
+    let mut results = Results::from_records(&plan, &records, wall_s);
+    mark_real(&mut results, started_utc, jobs, real_runs);
+    print(&thinstream_lab::table::render(&results));
+    let json_path = out_dir.join("results.json");
+    std::fs::write(&json_path, results.to_json())
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    print(&format!(
+        "\n{} real run(s) of {:.1} s each, {:.1} s wall; wrote {}\n",
+        results.runs,
+        window.as_secs_f64(),
+        wall_s,
+        json_path.display()
+    ));
+    Ok((plan, results, json_path))
+}
+
+/// Marks pooled results as real: `mode`, the `real` section, and `null`
+/// for what a real run cannot measure.
+fn mark_real(results: &mut Results, started_utc: String, jobs: usize, runs: Vec<RealRun>) {
+    results.mode = "real".into();
+    for v in &mut results.variants {
+        v.events = None;
+        v.packet_hops = None;
+    }
+    let not_measured = [
+        (
+            "variants[].events",
+            "simulator events: a real run has none (it is driven by the OS clock and sockets)",
+        ),
+        (
+            "variants[].packet_hops",
+            "simulated link hand-overs: a real run's packets are counted by the emulator (real.runs[].emulator)",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    results.real = Some(RealInfo {
+        started_utc,
+        jobs,
+        not_measured,
+        runs,
+    });
+}
+
+/// Runs one worker in its own network namespace, bounded by `bound`;
+/// returns what it wrote to `out`.
+fn run_child(
+    exe: &Path,
+    args: &[String],
+    out: &Path,
+    log: &Path,
+    bound: std::time::Duration,
+) -> anyhow::Result<WorkerOutput> {
+    let log_file =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut child: Child = Command::new("unshare")
+        .arg("-n")
+        .arg("--")
+        .arg(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone()?)
+        .stderr(log_file)
+        .spawn()
+        .context("cannot start `unshare -n`")?;
+    let started = thinstream_lab::wall::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if thinstream_lab::wall::seconds_since(started) > bound.as_secs_f64() {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "did not finish within {:.0} s (its window plus {} s): killed; see {}",
+                bound.as_secs_f64(),
+                MARGIN.as_secs(),
+                log.display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    if !status.success() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(5).collect();
+        bail!(
+            "worker failed ({status}): {}",
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        );
+    }
+    let text =
+        std::fs::read_to_string(out).with_context(|| format!("no record at {}", out.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("bad record in {}", out.display()))
+}
+
+/// The hidden `real-worker` subcommand.
+pub(crate) fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    // `unshare` execs this program, so the parent is `run --real`: if it
+    // dies (even by SIGKILL), this run and its namespace go with it.
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .context("cannot ask to end with the parent")?;
+    let lo = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status()
+        .context("cannot run `ip link set lo up`")?;
+    if !lo.success() {
+        bail!("`ip link set lo up` failed ({lo}): is this a network namespace of our own?");
+    }
+    let scenario = Scenario::load(&args.scenario)?;
+    let plan = Plan::new(
+        scenario,
+        &PlanOptions {
+            seed: Some(args.seed),
+            duration: args.duration,
+            drain: args.drain,
+            variants: args.variants.clone(),
+            points: args.points.clone(),
+            repetitions: args.repetitions,
+        },
+    )?;
+    let spec = *plan
+        .runs
+        .iter()
+        .find(|r| r.index == args.run)
+        .ok_or_else(|| anyhow!("the plan has no run {}", args.run))?;
+    if let Some(why) = refusal(&plan, true) {
+        bail!("{why}");
+    }
+    // One thread: both endpoints, the emulator and the application tasks
+    // (a thin stream is light; one thread keeps them off each other's
+    // cores' wake-up paths).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    // The emulator's task is not `Send`: it runs on a local set.
+    let output = tokio::task::LocalSet::new().block_on(&rt, real_run(&plan, &spec))?;
+    let text = serde_json::to_string(&output)?;
+    std::fs::write(&args.out, text)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An association configuration for a real run of `config`: the
+/// simulator's packet size (no probing), tracing on.
+fn association(config: &TransportConfig) -> anyhow::Result<AssociationConfig> {
+    let TransportConfig::Sctp(c) = config else {
+        bail!("--real runs SCTP variants only");
+    };
+    let mut a = AssociationConfig::from_transport(c.clone());
+    a.pmtu(PathMtu::Fixed(c.pmtu)).trace(true);
+    // Room for everything a thin stream can have queued: the application
+    // reads at once, but the queue must never push back on the protocol
+    // where the simulator's sink would not.
+    a.recv_queue(16 << 20);
+    Ok(a)
+}
+
+/// What the receiving application saw.
+#[derive(Default)]
+struct Received {
+    count: u64,
+    /// Problems: duplicates, order violations, damaged payloads.
+    problems: Vec<String>,
+}
+
+/// Bytes of the message index at the start of every payload (as many as
+/// fit in a shorter message).
+const INDEX_BYTES: usize = 8;
+
+fn payload(index: u64, len: usize) -> Vec<u8> {
+    let mut p = vec![0u8; len];
+    let head = index.to_be_bytes();
+    let n = len.min(INDEX_BYTES);
+    p[..n].copy_from_slice(&head[..n]);
+    for (k, b) in p.iter_mut().enumerate().skip(INDEX_BYTES) {
+        *b = (index as u8).wrapping_mul(31) ^ (k as u8);
+    }
+    p
+}
+
+/// One run, in real time.
+async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
+    let wall_start = thinstream_lab::wall::now();
+    let variant = &plan.variants[spec.variant];
+    let entry = the_flow(plan, spec).map_err(|e| anyhow!(e))?;
+    let config = variant
+        .config
+        .as_ref()
+        .map_err(|e| anyhow!("variant {} is not available: {e}", variant.spec.name))?;
+    let receiver = thinstream_lab::receiver_config(plan, spec, 0, &entry, config);
+    let ((forward, forward_seed), (reverse, reverse_seed)) =
+        thinstream_lab::two_host_links(plan, spec)
+            .ok_or_else(|| anyhow!("--real runs two-host scenarios only"))?;
+    let generation_end = Instant::ZERO + plan.duration;
+    let start = Instant::ZERO + entry.start;
+    let schedule: Vec<_> = thinstream_lab::message_schedule(
+        spec,
+        &entry,
+        0,
+        0,
+        start,
+        generation_end,
+        variant.spec.unordered,
+    )
+    .map_err(|e| anyhow!(e))?
+    .collect();
+    let n = schedule.len() as u64;
+    let stop_at = plan.stop();
+
+    let clock = Clock::new();
+    let fixed = |label: &str| spec.seed.derive(label).0;
+    let mut server_config = EndpointConfig::server();
+    server_config
+        .association(association(&receiver)?)
+        .clock(clock)
+        .testing_fixed_seed(fixed("real.endpoint.b"));
+    let loopback: SocketAddr = "127.0.0.1:0".parse()?;
+    let server = Endpoint::bind(loopback, server_config)?;
+    let emulator = Emulator::bind(EmulatorConfig {
+        listen: loopback,
+        to: server.local_addr(),
+        forward,
+        reverse,
+        seed: spec.seed.0,
+        limit: HoldLimit::default(),
+        allow_non_loopback: false,
+        duration: None,
+        count: None,
+        max_clients: 1,
+        link_seeds: Some((forward_seed, reverse_seed)),
+    })?;
+    let relay = emulator.local_addr();
+    let (stop_emulator, stopped) = tokio::sync::oneshot::channel::<()>();
+    let emulator_task = tokio::task::spawn_local(emulator.run(async {
+        let _ = stopped.await;
+    }));
+    let mut client_config = EndpointConfig::client();
+    client_config
+        .clock(clock)
+        .testing_fixed_seed(fixed("real.endpoint.a"));
+    let client = Endpoint::bind(loopback, client_config)?;
+
+    let deadline = tokio::time::Instant::from_std(clock.to_std(stop_at));
+    tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(start))).await;
+    let accept = tokio::spawn({
+        let server = server.clone();
+        async move {
+            let incoming = server.accept().await?;
+            incoming.accept().ok()
+        }
+    });
+    let a = tokio::time::timeout_at(deadline, client.connect(relay, association(config)?))
+        .await
+        .map_err(|_| anyhow!("the association did not come up before the run's end"))??;
+    let b = tokio::time::timeout_at(deadline, accept)
+        .await
+        .map_err(|_| anyhow!("the server did not accept before the run's end"))??
+        .ok_or_else(|| anyhow!("the server's association failed"))?;
+
+    // The receiving application: every message once, and in order within
+    // its stream unless sent unordered.
+    let receiving = tokio::spawn({
+        let b = b.clone();
+        let ordered: Vec<bool> = schedule.iter().map(|m| !m.unordered).collect();
+        let streams: Vec<u16> = schedule.iter().map(|m| m.stream).collect();
+        let sizes: Vec<u32> = schedule.iter().map(|m| m.bytes).collect();
+        async move {
+            let mut got = Received::default();
+            let mut seen = vec![false; ordered.len()];
+            let mut last: std::collections::HashMap<u16, u64> = Default::default();
+            while got.count < ordered.len() as u64 {
+                let Ok(m) = b.recv().await else { break };
+                got.count += 1;
+                let len = m.data.len();
+                if len < INDEX_BYTES {
+                    // Too short to carry its index: counted, not checked.
+                    continue;
+                }
+                let mut head = [0u8; INDEX_BYTES];
+                head.copy_from_slice(&m.data[..INDEX_BYTES]);
+                let i = u64::from_be_bytes(head);
+                let Some(k) = usize::try_from(i).ok().filter(|k| *k < seen.len()) else {
+                    got.problems
+                        .push(format!("a message with unknown index {i}"));
+                    continue;
+                };
+                if seen[k] {
+                    got.problems.push(format!("message {i} delivered twice"));
+                }
+                seen[k] = true;
+                if m.data[..] != payload(i, sizes[k] as usize)[..] || m.stream != streams[k] {
+                    got.problems.push(format!(
+                        "message {i} arrived damaged or on the wrong stream"
+                    ));
+                }
+                if ordered[k] {
+                    if let Some(prev) = last.insert(m.stream, i) {
+                        if prev > i {
+                            got.problems.push(format!(
+                                "message {i} delivered after {prev} on stream {}",
+                                m.stream
+                            ));
+                        }
+                    }
+                }
+            }
+            got
+        }
+    });
+
+    // The sending application.
+    let sending = tokio::spawn({
+        let a = a.clone();
+        async move {
+            let mut sends = Vec::with_capacity(schedule.len());
+            let mut late_ns = Vec::with_capacity(schedule.len());
+            for (i, m) in schedule.iter().enumerate() {
+                let time = if clock.now() < m.at {
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(m.at)))
+                        .await;
+                    // The application wakes a little late (timer
+                    // granularity): the message is generated when it runs.
+                    let now = clock.now();
+                    late_ns.push(now.saturating_duration_since(m.at).as_nanos());
+                    now
+                } else {
+                    // Due while an earlier send waited (or before the
+                    // association was up): generated at its time, and the
+                    // wait is part of its latency, as in the simulator.
+                    m.at
+                };
+                let options = SendOptions {
+                    unordered: m.unordered,
+                    ..SendOptions::default()
+                };
+                if let Err(e) = a
+                    .send(m.stream, payload(i as u64, m.bytes as usize), options)
+                    .await
+                {
+                    return Err(anyhow!("message {i}: {e}"));
+                }
+                sends.push(AppSend {
+                    message: i as u64,
+                    time,
+                });
+            }
+            Ok((sends, late_ns))
+        }
+    });
+
+    // Collect the traces as the run goes (the library keeps a bounded
+    // number per association), until everything is delivered and
+    // acknowledged or the run's window is over.
+    let mut sender_records: Vec<Record> = Vec::new();
+    let mut receiver_records: Vec<Record> = Vec::new();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+    let sent = loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                sender_records.extend(a.take_trace());
+                receiver_records.extend(b.take_trace());
+                if tokio::time::Instant::now() >= deadline {
+                    break None;
+                }
+                if sending.is_finished() && receiving.is_finished() {
+                    let st = a.stats();
+                    if st.flight_bytes == 0 && st.buffered_send_bytes == 0 {
+                        break Some(());
+                    }
+                }
+            }
+        }
+    };
+    let end = clock.now();
+    sender_records.extend(a.take_trace());
+    receiver_records.extend(b.take_trace());
+    let mut faults: Vec<String> = Vec::new();
+    if sent.is_none() {
+        faults.push(format!(
+            "the run's window ({}) ended before every message was delivered and acknowledged",
+            plan.duration + plan.drain
+        ));
+    }
+    let (sends, late_ns) = if sending.is_finished() {
+        match sending.await? {
+            Ok(x) => x,
+            Err(e) => {
+                faults.push(format!("sending application: {e}"));
+                (Vec::new(), Vec::new())
+            }
+        }
+    } else {
+        sending.abort();
+        faults.push("the sending application had not finished".into());
+        (Vec::new(), Vec::new())
+    };
+    let got = if receiving.is_finished() {
+        receiving.await?
+    } else {
+        receiving.abort();
+        Received::default()
+    };
+    a.abort("run over");
+    b.abort("run over");
+    let _ = stop_emulator.send(());
+    let report = emulator_task.await??;
+    client.close();
+    server.close();
+
+    if got.count != n {
+        faults.push(format!(
+            "the receiving application got {} of {n} messages",
+            got.count
+        ));
+    }
+    if let Some(p) = got.problems.first() {
+        faults.push(format!(
+            "{} delivery problem(s), the first: {p}",
+            got.problems.len()
+        ));
+    }
+    // The association numbers messages 0, 1, 2, ... in submission order;
+    // the application's indices must be the same numbers.
+    let submitted: Vec<u64> = sender_records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Submitted { message, .. } => Some(*message),
+            _ => None,
+        })
+        .collect();
+    if submitted.iter().enumerate().any(|(i, m)| *m != i as u64) {
+        faults.push("the association's message ids differ from the application's".into());
+    }
+
+    let kind = plan.scenario.metrics.latency;
+    let analysis = FlowAnalysis::build(
+        FlowInput {
+            sender: &sender_records,
+            receiver: Some(&receiver_records),
+            app_sends: Some(&sends),
+            duplicate_reports: None,
+        },
+        AnalysisOptions {
+            owd: plan.scenario.metrics.owd.0,
+            summary_latency: kind,
+        },
+    )
+    .map_err(|e| anyhow!("metrics of the flow: {e}"))?;
+    let worst = thinstream_lab::worst::slowest(
+        &analysis,
+        kind,
+        &sender_records,
+        &receiver_records,
+        spec.index,
+    );
+    let throughput = match &plan.scenario.metrics.throughput {
+        Some(t) => {
+            thinstream_lab::fairness::series(t, &[(0, &analysis)], &plan.scenario, generation_end)
+                .map_err(|e| anyhow!("throughput: {e}"))?
+        }
+        None => Vec::new(),
+    };
+    let wall_s = thinstream_lab::wall::seconds_since(wall_start);
+    let outcome = RunOutcome {
+        spec: *spec,
+        flows: vec![analysis],
+        digests: None,
+        stream_peak: None,
+        events: 0,
+        packet_hops: 0,
+        end,
+        wall_s,
+        fault: (!faults.is_empty()).then(|| faults.join("; ")),
+        dropped_units: None,
+        mtt: None,
+        throughput,
+        responses: Vec::new(),
+        bottleneck: None,
+        worst,
+        pcap: None,
+        records: None,
+    };
+    let kinds = thinstream_lab::record::latency_kinds(&plan.scenario);
+    let record = RunRecord::of(&outcome, &kinds);
+    let late_us = quantiles_us(late_ns);
+    Ok(WorkerOutput {
+        record,
+        real: RealRun {
+            index: spec.index,
+            variant: variant.spec.name.clone(),
+            repetition: spec.repetition,
+            point: spec.point.map(|p| plan.points[p].label()),
+            started_s: 0.0,
+            wall_s,
+            messages: n,
+            received: got.count,
+            emulator: serde_json::to_value(&report)?,
+            app_wake_late_us: late_us,
+        },
+    })
+}
+
+/// p50, p99 and max of nanosecond values, in microseconds (`None` if
+/// there are none).
+fn quantiles_us(mut ns: Vec<u64>) -> Option<[f64; 3]> {
+    if ns.is_empty() {
+        return None;
+    }
+    ns.sort_unstable();
+    let at = |q: f64| {
+        let rank = ((q * ns.len() as f64).ceil() as usize).clamp(1, ns.len());
+        ns[rank - 1] as f64 / 1e3
+    };
+    Some([at(0.5), at(0.99), ns[ns.len() - 1] as f64 / 1e3])
+}
