@@ -78,6 +78,15 @@ pub struct TcpConfig {
     pub delayed_ack: Option<Duration>,
     /// Segments acknowledged at once after connection start (Linux quick-ack mode).
     pub quickack_initial: u32,
+    /// Linux `tcp_cleanup_rbuf`: when the application's read empties the
+    /// receive queue and a segment shorter than the receive-MSS estimate
+    /// arrived with PSH since the last ACK, acknowledge at once instead of
+    /// waiting for the delayed-ACK timer; in interactive (pingpong) mode only
+    /// once two such segments are pending. The model's application reads at
+    /// once, so on a Linux receiver every small pushed in-order segment of a
+    /// one-way stream is acknowledged immediately.
+    #[serde(default)]
+    pub ack_pushed_on_read: bool,
     /// Linux `tcp_retrans_collapse`: a retransmission also carries the
     /// following outstanding, un-SACKed segments up to one MSS.
     pub retrans_collapse: bool,
@@ -178,6 +187,7 @@ impl TcpConfig {
             dupthresh: 3,
             delayed_ack: Some(Duration::from_millis(200)),
             quickack_initial: 0,
+            ack_pushed_on_read: false,
             retrans_collapse: false,
             rack: None,
             rcv_buf: 256 * 1024,
@@ -214,9 +224,14 @@ impl TcpConfig {
     /// Current Linux loss recovery (`tcp_recovery=1`, `tcp_early_retrans=3`):
     /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
     /// retransmission collapsing. Reno congestion control (CUBIC is not modelled).
+    /// The receiver acknowledges a small pushed segment when the application
+    /// reads it (`ack_pushed_on_read`, Linux `tcp_cleanup_rbuf`): a capture of
+    /// Linux 6.18 on the bench workload shows 88 % of the data segments
+    /// acknowledged one path RTT after they left, none 40 ms later.
     pub fn linux_modern() -> TcpConfig {
         TcpConfig {
             name: "linux-modern".into(),
+            ack_pushed_on_read: true,
             initial_window: InitialWindow::Segments(10),
             initial_rto: Duration::from_secs(1),
             retrans_collapse: true,

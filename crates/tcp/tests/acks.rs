@@ -137,3 +137,65 @@ fn duplicate_arrivals_are_split_from_new_bytes() {
     );
     assert_eq!(net.rx[1].len(), 200);
 }
+
+#[test]
+fn linux_modern_acks_a_small_pushed_segment_when_the_application_reads_it() {
+    // Linux tcp_cleanup_rbuf: the read that empties the receive queue after
+    // a pushed segment shorter than the receive MSS is acknowledged at once,
+    // so a thin stream's segments are not held for the 40 ms delayed ACK
+    // (Linux 6.18 on the bench workload: ACKs one path RTT after the data).
+    let cfg = TcpConfig::linux_modern();
+    let mut net = Net::pair(&cfg, &cfg, ms(50));
+    net.run_until(at(1000));
+    // 20 messages 150 ms apart: the 16 quick ACKs are used up after 16.
+    for i in 0..20u64 {
+        net.run_until(at(1000 + 150 * i));
+        net.send(0, &[1; 100]);
+    }
+    net.run_until(at(5000));
+    let a = acked(&net);
+    assert_eq!(a.len(), 20);
+    for (i, (t, u)) in a.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(*u, Units::new(100 * i, 100 * i + 100));
+        assert_eq!(*t, at(1100 + 150 * i), "message {i}: ACK one RTT after sending");
+    }
+    // The older Linux profile keeps the delayed ACK for the 17th onwards.
+    let old = TcpConfig::linux_2_6_23();
+    let mut net = Net::pair(&old, &old, ms(50));
+    net.run_until(at(1000));
+    for i in 0..20u64 {
+        net.run_until(at(1000 + 150 * i));
+        net.send(0, &[1; 100]);
+    }
+    net.run_until(at(5000));
+    assert_eq!(acked(&net)[16], (at(3540), Units::new(1600, 1700)));
+}
+
+#[test]
+fn an_interactive_linux_receiver_still_delays_the_ack_for_its_reply() {
+    // Request-response: the server answers each request at once, so it is in
+    // pingpong mode and its ACK rides on the reply rather than going alone.
+    let cfg = TcpConfig::linux_modern();
+    let mut net = Net::pair(&cfg, &cfg, ms(50));
+    net.run_until(at(1000));
+    let mut pure_acks_after_quick = 0;
+    for i in 0..30u64 {
+        net.run_until(at(1000 + 200 * i));
+        net.send(0, &[1; 100]);
+        net.run_until(at(1000 + 200 * i + 50));
+        let before = net.pieces(1).len();
+        net.send(1, &[2; 100]);
+        net.run_until(at(1000 + 200 * i + 51));
+        assert_eq!(net.pieces(1).len(), before + 1, "reply {i} sent");
+    }
+    net.run_until(at(8000));
+    for r in &net.traces[1] {
+        if let Record::PacketSent { time, data, .. } = r {
+            if data.is_empty() && *time > at(1000 + 200 * 20) {
+                pure_acks_after_quick += 1;
+            }
+        }
+    }
+    assert_eq!(pure_acks_after_quick, 0, "the server's ACKs ride on its replies");
+}
