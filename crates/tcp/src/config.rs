@@ -157,8 +157,9 @@ impl TcpConfig {
     pub const BASES: [&'static str; 3] = ["newreno", "linux-2.6.23", "linux-modern"];
     /// Flags accepted after `+` (`all` = `lt+mfr+rdb`; `rdb=N` sets the bundle limit,
     /// `ltcap=N` the linear-timeout cap; `nosack` turns SACK off (New Reno),
-    /// `nodelack` acknowledges every segment at once).
-    pub const FLAGS: [&'static str; 8] = [
+    /// `nodelack` acknowledges every segment at once; `pushack` / `nopushack`
+    /// turn `ack_pushed_on_read` on / off).
+    pub const FLAGS: [&'static str; 10] = [
         "lt",
         "mfr",
         "rdb",
@@ -167,6 +168,8 @@ impl TcpConfig {
         "ltcap=<n>",
         "nosack",
         "nodelack",
+        "pushack",
+        "nopushack",
     ];
 
     /// RFC New Reno with SACK: RTO.min 1 s, initial RTO 1 s (RFC 6298), IW per
@@ -270,6 +273,8 @@ impl TcpConfig {
                 "rdb" => cfg.thin.rdb = true,
                 "nosack" => cfg.sack = false,
                 "nodelack" => cfg.delayed_ack = None,
+                "pushack" => cfg.ack_pushed_on_read = true,
+                "nopushack" => cfg.ack_pushed_on_read = false,
                 "all" => {
                     cfg.thin.linear_timeouts = true;
                     cfg.thin.modified_fast_retransmit = true;
@@ -359,6 +364,22 @@ mod tests {
         assert_eq!(c.thin.rdb_max_bundle_bytes, Some(700));
         let c = TcpConfig::from_profile("linux-2.6.23+nosack+nodelack+lt").unwrap();
         assert!(!c.sack && c.delayed_ack.is_none() && c.thin.linear_timeouts);
+        assert!(!c.ack_pushed_on_read);
+        assert!(
+            TcpConfig::from_profile("linux-modern")
+                .unwrap()
+                .ack_pushed_on_read
+        );
+        assert!(
+            !TcpConfig::from_profile("linux-modern+nopushack")
+                .unwrap()
+                .ack_pushed_on_read
+        );
+        assert!(
+            TcpConfig::from_profile("linux-2.6.23+pushack")
+                .unwrap()
+                .ack_pushed_on_read
+        );
         let c: TcpConfig = "linux-modern".parse().unwrap();
         assert!(c.rack.is_some());
         assert_eq!(c.initial_window_bytes(1448), 14480);

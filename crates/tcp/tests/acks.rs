@@ -158,7 +158,11 @@ fn linux_modern_acks_a_small_pushed_segment_when_the_application_reads_it() {
     for (i, (t, u)) in a.iter().enumerate() {
         let i = i as u64;
         assert_eq!(*u, Units::new(100 * i, 100 * i + 100));
-        assert_eq!(*t, at(1100 + 150 * i), "message {i}: ACK one RTT after sending");
+        assert_eq!(
+            *t,
+            at(1100 + 150 * i),
+            "message {i}: ACK one RTT after sending"
+        );
     }
     // The older Linux profile keeps the delayed ACK for the 17th onwards.
     let old = TcpConfig::linux_2_6_23();
@@ -197,5 +201,8 @@ fn an_interactive_linux_receiver_still_delays_the_ack_for_its_reply() {
             }
         }
     }
-    assert_eq!(pure_acks_after_quick, 0, "the server's ACKs ride on its replies");
+    assert_eq!(
+        pure_acks_after_quick, 0,
+        "the server's ACKs ride on its replies"
+    );
 }
