@@ -78,6 +78,15 @@ pub struct TcpConfig {
     pub delayed_ack: Option<Duration>,
     /// Segments acknowledged at once after connection start (Linux quick-ack mode).
     pub quickack_initial: u32,
+    /// Linux `tcp_cleanup_rbuf`: when the application's read empties the
+    /// receive queue and a segment shorter than the receive-MSS estimate
+    /// arrived with PSH since the last ACK, acknowledge at once instead of
+    /// waiting for the delayed-ACK timer; in interactive (pingpong) mode only
+    /// once two such segments are pending. The model's application reads at
+    /// once, so on a Linux receiver every small pushed in-order segment of a
+    /// one-way stream is acknowledged immediately.
+    #[serde(default)]
+    pub ack_pushed_on_read: bool,
     /// Linux `tcp_retrans_collapse`: a retransmission also carries the
     /// following outstanding, un-SACKed segments up to one MSS.
     pub retrans_collapse: bool,
@@ -148,8 +157,9 @@ impl TcpConfig {
     pub const BASES: [&'static str; 3] = ["newreno", "linux-2.6.23", "linux-modern"];
     /// Flags accepted after `+` (`all` = `lt+mfr+rdb`; `rdb=N` sets the bundle limit,
     /// `ltcap=N` the linear-timeout cap; `nosack` turns SACK off (New Reno),
-    /// `nodelack` acknowledges every segment at once).
-    pub const FLAGS: [&'static str; 8] = [
+    /// `nodelack` acknowledges every segment at once; `pushack` / `nopushack`
+    /// turn `ack_pushed_on_read` on / off).
+    pub const FLAGS: [&'static str; 10] = [
         "lt",
         "mfr",
         "rdb",
@@ -158,6 +168,8 @@ impl TcpConfig {
         "ltcap=<n>",
         "nosack",
         "nodelack",
+        "pushack",
+        "nopushack",
     ];
 
     /// RFC New Reno with SACK: RTO.min 1 s, initial RTO 1 s (RFC 6298), IW per
@@ -178,6 +190,7 @@ impl TcpConfig {
             dupthresh: 3,
             delayed_ack: Some(Duration::from_millis(200)),
             quickack_initial: 0,
+            ack_pushed_on_read: false,
             retrans_collapse: false,
             rack: None,
             rcv_buf: 256 * 1024,
@@ -214,9 +227,14 @@ impl TcpConfig {
     /// Current Linux loss recovery (`tcp_recovery=1`, `tcp_early_retrans=3`):
     /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
     /// retransmission collapsing. Reno congestion control (CUBIC is not modelled).
+    /// The receiver acknowledges a small pushed segment when the application
+    /// reads it (`ack_pushed_on_read`, Linux `tcp_cleanup_rbuf`): a capture of
+    /// Linux 6.18 on the bench workload shows 88 % of the data segments
+    /// acknowledged one path RTT after they left, none 40 ms later.
     pub fn linux_modern() -> TcpConfig {
         TcpConfig {
             name: "linux-modern".into(),
+            ack_pushed_on_read: true,
             initial_window: InitialWindow::Segments(10),
             initial_rto: Duration::from_secs(1),
             retrans_collapse: true,
@@ -255,6 +273,8 @@ impl TcpConfig {
                 "rdb" => cfg.thin.rdb = true,
                 "nosack" => cfg.sack = false,
                 "nodelack" => cfg.delayed_ack = None,
+                "pushack" => cfg.ack_pushed_on_read = true,
+                "nopushack" => cfg.ack_pushed_on_read = false,
                 "all" => {
                     cfg.thin.linear_timeouts = true;
                     cfg.thin.modified_fast_retransmit = true;
@@ -344,6 +364,22 @@ mod tests {
         assert_eq!(c.thin.rdb_max_bundle_bytes, Some(700));
         let c = TcpConfig::from_profile("linux-2.6.23+nosack+nodelack+lt").unwrap();
         assert!(!c.sack && c.delayed_ack.is_none() && c.thin.linear_timeouts);
+        assert!(!c.ack_pushed_on_read);
+        assert!(
+            TcpConfig::from_profile("linux-modern")
+                .unwrap()
+                .ack_pushed_on_read
+        );
+        assert!(
+            !TcpConfig::from_profile("linux-modern+nopushack")
+                .unwrap()
+                .ack_pushed_on_read
+        );
+        assert!(
+            TcpConfig::from_profile("linux-2.6.23+pushack")
+                .unwrap()
+                .ack_pushed_on_read
+        );
         let c: TcpConfig = "linux-modern".parse().unwrap();
         assert!(c.rack.is_some());
         assert_eq!(c.initial_window_bytes(1448), 14480);

@@ -181,7 +181,12 @@ impl TcpConnection {
             rtt: Rtt::new(&cfg),
             rack: cfg.rack.map(|_| Rack::default()),
             tx_count: 0,
-            rcv: Receiver::new(cfg.rcv_buf, cfg.delayed_ack, cfg.quickack_initial),
+            rcv: Receiver::new(
+                cfg.rcv_buf,
+                cfg.delayed_ack,
+                cfg.quickack_initial,
+                cfg.ack_pushed_on_read,
+            ),
             cwnd: 0,
             ssthresh: u64::MAX / 4,
             cfg,
@@ -396,6 +401,9 @@ impl TcpConnection {
         };
         if with_ack {
             self.rcv.on_ack_sent();
+        }
+        if !data.is_empty() {
+            self.rcv.on_data_sent(now);
         }
         self.stats.segments_sent += 1;
         if !data.is_empty() {
@@ -753,13 +761,15 @@ impl TcpConnection {
             return;
         }
         if has_data {
-            self.on_data(now, seq, &seg.payload, seg.flags.fin());
+            self.on_data(now, seq, &seg.payload, seg.flags.fin(), seg.flags.psh());
         }
         self.transmit(now);
     }
 
-    fn on_data(&mut self, now: Instant, seq: u64, payload: &[u8], fin: bool) {
-        let o = self.rcv.on_segment(now, seq, payload, fin, self.rtt.rto());
+    fn on_data(&mut self, now: Instant, seq: u64, payload: &[u8], fin: bool, push: bool) {
+        let o = self
+            .rcv
+            .on_segment(now, seq, payload, fin, push, self.rtt.rto());
         if o.arrived.is_empty()
             && !o.fin_reached
             && seq + payload.len() as u64 > self.rcv.rcv_nxt + self.rcv.window()
@@ -849,6 +859,7 @@ impl TcpConnection {
         if let Some(t) = self.rcv.delack_deadline {
             if t <= now {
                 self.rcv.delack_deadline = None;
+                self.rcv.on_delack_timeout();
                 if !matches!(self.state, State::Closed | State::TimeWait) {
                     self.send_ack(now);
                 }

@@ -80,13 +80,14 @@
 //! |---|---|---|---|---|---|---|---|
 //! | `newreno` | RFC 6298, min 1 s | 1 s | RFC 3390 | bytes | SACK `IsLost` (RFC 6675), New Reno without SACK | 200 ms | Karn, no timestamps |
 //! | `linux-2.6.23` | SRTT + RTTVAR (≥ 200 ms) | 3 s | RFC 3390 | packets | as `newreno` | 40 ms, 16 quick ACKs | timestamps |
-//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP | 40 ms, 16 quick ACKs | timestamps |
+//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP | 40 ms, 16 quick ACKs, ACK on reading a small pushed segment | timestamps |
 //!
 //! Flags: `+lt` linear timeouts, `+ltcap=N` linear for N timeouts then
 //! backoff (Linux mainline uses 6), `+mfr` modified fast retransmit, `+rdb`
 //! redundant data bundling, `+rdb=N` with an N-byte packet payload limit,
 //! `+all` = `+lt+mfr+rdb`, `+nosack` (New Reno), `+nodelack` (ACK every
-//! segment). All can be set on a [`TcpConfig`] directly.
+//! segment), `+pushack` / `+nopushack` (ACK on reading a small pushed
+//! segment, below). All can be set on a [`TcpConfig`] directly.
 //!
 //! The ACK schedule (RFC 1122 §4.2.3.2, RFC 5681 §4.2, Linux): ACK at once
 //! when more than one segment's worth of data (the size of the last segment)
@@ -96,6 +97,16 @@
 //! RTO after the previous one (Linux `tcp_event_data_recv`). Otherwise the
 //! `delayed_ack` timer runs. Linux's adaptive ATO (40 to 200 ms) is fixed at
 //! its floor, 40 ms, which is what a stream with gaps above 40 ms sees.
+//! With `ack_pushed_on_read` (on in `linux-modern`), Linux's
+//! `tcp_cleanup_rbuf` rule also applies: the application's read that empties
+//! the receive queue after a pushed segment shorter than the receive-MSS
+//! estimate (536 bytes until a larger segment arrives) is acknowledged at
+//! once, unless the connection is interactive (this end sent data within
+//! the delayed-ACK time of receiving; left when the delayed-ACK timer fires)
+//! and only one such segment is pending. The model's application reads at
+//! once, so a one-way thin stream of small writes is acknowledged segment by
+//! segment, as a capture of Linux 6.18 shows; a request-response server's
+//! ACK still rides on its reply.
 //!
 //! # Model simplifications (documented, deliberate)
 //!

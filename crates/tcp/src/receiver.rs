@@ -41,13 +41,28 @@ pub(crate) struct Receiver {
     rcv_mss: u64,
     quickack: u32,
     last_data: Option<Instant>,
+    // Linux `tcp_cleanup_rbuf` (config `ack_pushed_on_read`).
+    ack_pushed_on_read: bool,
+    /// Linux `icsk_ack.rcv_mss`: the largest segment seen, from 536 bytes.
+    push_mss: u64,
+    /// Small pushed segments since the last ACK (`ICSK_ACK_PUSHED`, `PUSHED2`).
+    pushed: u8,
+    /// Interactive mode: this end sent data within the delayed-ACK time of
+    /// receiving some (Linux `tcp_event_data_sent`); left when the
+    /// delayed-ACK timer fires.
+    pingpong: bool,
     // Timestamps.
     pub(crate) ts_recent: Option<u32>,
     last_ack_sent: u64,
 }
 
 impl Receiver {
-    pub(crate) fn new(rcv_buf: u32, delayed_ack: Option<Duration>, quickack: u32) -> Receiver {
+    pub(crate) fn new(
+        rcv_buf: u32,
+        delayed_ack: Option<Duration>,
+        quickack: u32,
+        ack_pushed_on_read: bool,
+    ) -> Receiver {
         Receiver {
             rcv_nxt: 0,
             ooo: BTreeMap::new(),
@@ -63,6 +78,10 @@ impl Receiver {
             rcv_mss: 536,
             quickack,
             last_data: None,
+            ack_pushed_on_read,
+            push_mss: 536,
+            pushed: 0,
+            pingpong: false,
             ts_recent: None,
             last_ack_sent: 0,
         }
@@ -91,14 +110,16 @@ impl Receiver {
         }
     }
 
-    /// Accepts the payload (and FIN) of a segment starting at offset `seq`.
-    /// `rto` is the endpoint's current RTO, for Linux's "long gap" quick-ack.
+    /// Accepts the payload (and FIN) of a segment starting at offset `seq`,
+    /// `push` its PSH flag. `rto` is the endpoint's current RTO, for Linux's
+    /// "long gap" quick-ack.
     pub(crate) fn on_segment(
         &mut self,
         now: Instant,
         seq: u64,
         payload: &[u8],
         fin: bool,
+        push: bool,
         rto: Duration,
     ) -> RxOutcome {
         let mut out = RxOutcome::default();
@@ -193,7 +214,24 @@ impl Receiver {
                 self.pending_bytes += len;
                 // Linux tcp_measure_rcv_mss, simplified: the last segment's size.
                 self.rcv_mss = len;
+                // Linux tcp_measure_rcv_mss: a segment below the estimate
+                // counts as pushed unless, with its 20-byte header, it reaches
+                // 556 bytes (TCP_MSS_DEFAULT + header), or 108 bytes
+                // (TCP_MIN_MSS + header) without PSH.
+                let with_header = len + 20;
+                if len >= self.push_mss {
+                    self.push_mss = len;
+                } else if with_header < 556 && (push || with_header < 108) {
+                    self.pushed = self.pushed.saturating_add(1);
+                }
             }
+            // Linux tcp_cleanup_rbuf: the application has read everything
+            // (the model's reads at once) and nothing waits out of order
+            // (`sk_rmem_alloc` counts that queue too).
+            let read_pushed = self.ack_pushed_on_read
+                && out.delivered.is_some()
+                && self.ooo.is_empty()
+                && (self.pushed >= 2 || self.pushed == 1 && !self.pingpong);
             // A segment wholly below rcv_nxt (a retransmission whose ACK was
             // lost, or a repeated FIN) is answered at once (RFC 5681 §4.2).
             let stale = end + u64::from(fin) <= before;
@@ -205,7 +243,8 @@ impl Receiver {
                 || out.fin_reached
                 || long_gap
                 || self.pending_bytes > self.rcv_mss
-                || self.quickack > 0;
+                || self.quickack > 0
+                || read_pushed;
             if immediate {
                 if self.quickack > 0 && has_data {
                     self.quickack -= 1;
@@ -263,7 +302,25 @@ impl Receiver {
         self.ack_now = false;
         self.delack_deadline = None;
         self.pending_bytes = 0;
+        self.pushed = 0;
         self.last_ack_sent = self.rcv_nxt;
+    }
+
+    /// This end sent data: within the delayed-ACK time of the last data
+    /// received, the connection is interactive (Linux `tcp_event_data_sent`,
+    /// `TCP_PINGPONG_THRESH` = 1).
+    pub(crate) fn on_data_sent(&mut self, now: Instant) {
+        if let (Some(t), Some(ato)) = (self.last_data, self.delayed_ack) {
+            if now.saturating_duration_since(t) < ato {
+                self.pingpong = true;
+            }
+        }
+    }
+
+    /// The delayed-ACK timer fired: Linux `tcp_delack_timer_handler` leaves
+    /// interactive mode.
+    pub(crate) fn on_delack_timeout(&mut self) {
+        self.pingpong = false;
     }
 
     /// Whether out-of-order data is held.
@@ -300,7 +357,7 @@ mod tests {
     use super::*;
 
     fn rx() -> Receiver {
-        let mut r = Receiver::new(10_000, Some(Duration::from_millis(40)), 0);
+        let mut r = Receiver::new(10_000, Some(Duration::from_millis(40)), 0, false);
         r.on_syn();
         r
     }
@@ -310,20 +367,20 @@ mod tests {
         let mut r = rx();
         let t = Instant::ZERO;
         let rto = Duration::from_secs(1);
-        let o = r.on_segment(t, 1, &[1; 100], false, rto);
+        let o = r.on_segment(t, 1, &[1; 100], false, true, rto);
         assert_eq!(o.arrived, vec![(0, 100, false)]);
         assert_eq!(o.delivered.as_ref().unwrap().0, 0);
         assert!(!r.ack_now && r.delack_deadline.is_some());
-        let o = r.on_segment(t, 201, &[3; 100], false, rto);
+        let o = r.on_segment(t, 201, &[3; 100], false, true, rto);
         assert!(o.delivered.is_none());
         assert!(r.ack_now);
         assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
         r.on_ack_sent();
-        let o = r.on_segment(t, 401, &[5; 50], false, rto);
+        let o = r.on_segment(t, 401, &[5; 50], false, true, rto);
         assert!(o.delivered.is_none());
         assert_eq!(r.sack_blocks(3), vec![(401, 451), (201, 301)]);
         // Overlapping segment: 150 bytes from 51, of which 50 duplicate, 100 new.
-        let o = r.on_segment(t, 51, &[9; 200], false, rto);
+        let o = r.on_segment(t, 51, &[9; 200], false, true, rto);
         assert_eq!(
             o.arrived,
             vec![(50, 100, true), (100, 200, false), (200, 250, true)]
@@ -340,14 +397,14 @@ mod tests {
         let mut r = rx();
         let t = Instant::ZERO;
         let rto = Duration::from_secs(1);
-        r.on_segment(t, 1, &[0; 100], false, rto);
+        r.on_segment(t, 1, &[0; 100], false, true, rto);
         assert!(!r.ack_now);
-        r.on_segment(t, 101, &[0; 100], false, rto);
+        r.on_segment(t, 101, &[0; 100], false, true, rto);
         assert!(r.ack_now);
         r.on_ack_sent();
-        let o = r.on_segment(t, 301, &[], true, rto);
+        let o = r.on_segment(t, 301, &[], true, false, rto);
         assert!(!o.fin_reached);
-        let o = r.on_segment(t, 201, &[0; 100], false, rto);
+        let o = r.on_segment(t, 201, &[0; 100], false, true, rto);
         assert!(o.fin_reached && r.fin_done());
         assert_eq!(r.rcv_nxt, 302);
     }

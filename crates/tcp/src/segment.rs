@@ -47,6 +47,9 @@ impl Flags {
     pub fn syn(self) -> bool {
         self.has(Self::SYN)
     }
+    pub fn psh(self) -> bool {
+        self.has(Self::PSH)
+    }
     pub fn rst(self) -> bool {
         self.has(Self::RST)
     }
