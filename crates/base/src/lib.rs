@@ -7,6 +7,8 @@
 //! every transport emits ([`trace`]), and the drive contract that both the
 //! simulator and the socket driver use ([`drive`]).
 
+#![forbid(unsafe_code)]
+
 pub mod datagram;
 pub mod drive;
 pub mod rng;

@@ -40,6 +40,8 @@
 //! assert_eq!(got, vec![b"hi".to_vec()]);
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod association;
 pub mod config;
 pub(crate) mod cookie;
