@@ -5,7 +5,10 @@
 //! `report.md` / `report.html` that put our numbers beside the documents'
 //! (`[reference]` of each scenario). `--from DIR` rebuilds plots, CSV and
 //! the report from the stored results of an earlier run without running
-//! anything.
+//! anything. The report ends with real sockets against the simulator
+//! ([`thinstream_lab::realsim`]): the stored results of `run --real` on a
+//! scenario (in the repository, `--real-results`) beside that scenario
+//! simulated here with the same seed, repetitions and duration.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +17,7 @@ use anyhow::{anyhow, Context};
 use clap::Args as ClapArgs;
 use serde::{Deserialize, Serialize};
 use thinstream_base::Duration;
+use thinstream_lab::realsim::{self, RealComparison, RealVsSim};
 use thinstream_lab::{report, wall, Results};
 
 use crate::run;
@@ -46,7 +50,26 @@ pub(crate) struct Args {
     /// No progress bar and no run lists.
     #[arg(long)]
     pub(crate) quiet: bool,
+    /// Stored results of `thinstream run SCENARIO --real` for the report's
+    /// "Real sockets vs the simulator" part [default:
+    /// scenarios/real/000-fig8-uniform-10min.real-results.json; if that is
+    /// missing the part says "not available"; a file given here must be
+    /// readable].
+    #[arg(long, value_name = "FILE", conflicts_with = "from")]
+    pub(crate) real_results: Option<PathBuf>,
+    /// The scenario file of the real results, simulated here with their
+    /// master seed, repetitions and full duration (also under --quick).
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "scenarios/real/000-fig8-uniform-10min.toml",
+        conflicts_with = "from"
+    )]
+    pub(crate) real_scenario: PathBuf,
 }
+
+/// The repository's stored real results (`--real-results` default).
+const REAL_RESULTS: &str = "scenarios/real/000-fig8-uniform-10min.real-results.json";
 
 /// `--quick` caps: enough loss events for the tables, minutes not hours.
 const QUICK_DURATION: Duration = Duration::from_secs(300);
@@ -59,6 +82,27 @@ struct Manifest {
     parts: Vec<PartEntry>,
     /// Scenarios that could not run in this build, with the reason.
     skipped: Vec<String>,
+    /// The real-against-simulated part: its two results, or why there is
+    /// none (`null` in manifests written before the part existed).
+    #[serde(default)]
+    real: Option<RealEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RealEntry {
+    /// `results.json` of both sides relative to the output folder, and
+    /// where the real one was read from.
+    Available {
+        sim: String,
+        real: String,
+        source: String,
+        /// The control: the simulated side with the next master seed.
+        control: Option<String>,
+    },
+    NotAvailable {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -147,14 +191,185 @@ fn section_from_stored(root: &Path, json_file: &Path) -> anyhow::Result<report::
     })
 }
 
+/// Reads stored real results: the text and the parsed results.
+fn read_real(file: &Path) -> Result<(String, Results), String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let results = Results::from_json(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    if results.mode != "real" {
+        return Err(format!(
+            "{} is not the result of `thinstream run --real` (mode `{}`)",
+            file.display(),
+            results.mode
+        ));
+    }
+    Ok((text, results))
+}
+
+/// The real-against-simulated part from the two stored `results.json`:
+/// writes its plots and CSV beside the simulated one.
+fn real_from_stored(
+    root: &Path,
+    sim_file: &Path,
+    real_file: &Path,
+    control_file: Option<&Path>,
+    source: String,
+) -> anyhow::Result<RealComparison> {
+    let read = |f: &Path| -> anyhow::Result<(String, Results)> {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let r = Results::from_json(&text).map_err(|e| anyhow!("{}: {e}", f.display()))?;
+        Ok((text, r))
+    };
+    let (sim_text, sim) = read(sim_file)?;
+    let control = match control_file {
+        Some(f) => Some((read(f)?.1, rel(root, f))),
+        None => None,
+    };
+    let (real_text, real) = read_real(real_file).map_err(|e| anyhow!(e))?;
+    if let Err(why) = realsim::check(&sim, &real) {
+        return Ok(RealComparison::NotAvailable(why));
+    }
+    let value = |t: &str, f: &Path| {
+        serde_json::from_str::<serde_json::Value>(t)
+            .with_context(|| format!("{} is not JSON", f.display()))
+    };
+    let plots = thinstream_lab::plots::real_vs_sim_plots(
+        &value(&sim_text, sim_file)?,
+        &value(&real_text, real_file)?,
+    );
+    let dir = sim_file
+        .parent()
+        .map_or_else(|| root.to_path_buf(), Path::to_path_buf);
+    for p in &plots {
+        let f = dir.join(&p.file);
+        std::fs::write(&f, &p.svg).with_context(|| format!("cannot write {}", f.display()))?;
+    }
+    let mut rs = RealVsSim {
+        sim,
+        real,
+        sim_path: rel(root, sim_file),
+        real_path: rel(root, real_file),
+        source,
+        control,
+        csv_path: None,
+        plots: plots
+            .into_iter()
+            .map(|p| (rel(root, &dir.join(&p.file)), p))
+            .collect(),
+    };
+    let csv = dir.join("real-vs-sim.csv");
+    std::fs::write(&csv, realsim::csv(&rs))
+        .with_context(|| format!("cannot write {}", csv.display()))?;
+    rs.csv_path = Some(rel(root, &csv));
+    Ok(RealComparison::Available(Box::new(rs)))
+}
+
+/// Runs the simulated side of the stored real results (same master seed,
+/// repetitions, full duration), stores both under `--out`, and returns the
+/// part with its manifest entry. What is missing or does not match is the
+/// part's "not available" note, not a failure.
+fn real_part(args: &Args) -> anyhow::Result<(RealComparison, RealEntry)> {
+    let file = args
+        .real_results
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(REAL_RESULTS));
+    let not_available = |why: String| {
+        Ok((
+            RealComparison::NotAvailable(why.clone()),
+            RealEntry::NotAvailable { reason: why },
+        ))
+    };
+    if args.real_results.is_none() && !file.exists() {
+        return not_available(format!(
+            "no stored real results at {} (make them as root with `thinstream run {} --real \
+             --repetitions 3 --out DIR` and pass `--real-results DIR/results.json`)",
+            file.display(),
+            args.real_scenario.display()
+        ));
+    }
+    let (real_text, real) = match read_real(&file) {
+        Ok(x) => x,
+        Err(why) => return not_available(why),
+    };
+    let scenario = match thinstream_lab::Scenario::load(&args.real_scenario) {
+        Ok(s) => s,
+        Err(e) => return not_available(format!("scenario {}: {e}", args.real_scenario.display())),
+    };
+    if scenario.name != real.scenario {
+        return not_available(format!(
+            "{} holds results of scenario `{}`, but --real-scenario {} is `{}`",
+            file.display(),
+            real.scenario,
+            args.real_scenario.display(),
+            scenario.name
+        ));
+    }
+    let dir = args.out.join(&scenario.name);
+    let run_args = run::Args {
+        scenario: args.real_scenario.clone(),
+        seed: Some(real.seed),
+        out: Some(dir.clone()),
+        pcap: None,
+        records: None,
+        pcap_run: 0,
+        duration: None,
+        drain: None,
+        variants: None,
+        points: None,
+        repetitions: Some(real.repetitions),
+        jobs: args.jobs,
+        quiet: args.quiet,
+        shard: None,
+        real: false,
+        allow_long: false,
+    };
+    let (_plan, _results, sim_file) = run::execute(&run_args, &mut |s| crate::util::out(s))?;
+    let control_args = run::Args {
+        seed: Some(real.seed.wrapping_add(1)),
+        out: Some(dir.join("control")),
+        quiet: true,
+        ..run_args
+    };
+    let (_plan, _results, control_file) =
+        run::execute(&control_args, &mut |s| crate::util::out(s))?;
+    let real_dir = dir.join("real");
+    std::fs::create_dir_all(&real_dir)
+        .with_context(|| format!("cannot create {}", real_dir.display()))?;
+    let real_file = real_dir.join("results.json");
+    std::fs::write(&real_file, &real_text)
+        .with_context(|| format!("cannot write {}", real_file.display()))?;
+    let source = file.display().to_string();
+    let rc = real_from_stored(
+        &args.out,
+        &sim_file,
+        &real_file,
+        Some(&control_file),
+        source.clone(),
+    )?;
+    let entry = match &rc {
+        RealComparison::Available(_) => RealEntry::Available {
+            sim: rel(&args.out, &sim_file),
+            real: rel(&args.out, &real_file),
+            source,
+            control: Some(rel(&args.out, &control_file)),
+        },
+        RealComparison::NotAvailable(why) => RealEntry::NotAvailable {
+            reason: why.clone(),
+        },
+    };
+    Ok((rc, entry))
+}
+
 /// Writes report.md and report.html under `root`; returns their paths.
 fn write_report(
     root: &Path,
     parts: &[report::Part],
+    real: &RealComparison,
     quick: bool,
     skipped: &[String],
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let mut text = report::markdown_parts(parts, quick);
+    let mut text = report::markdown_report(parts, Some(real), quick);
     if !skipped.is_empty() {
         text.push_str("## Scenarios that could not run\n\n");
         for s in skipped {
@@ -164,14 +379,16 @@ fn write_report(
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     let path = root.join("report.md");
     std::fs::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+    let real_plots = match real {
+        RealComparison::Available(rs) => rs.plots.as_slice(),
+        RealComparison::NotAvailable(_) => &[],
+    };
     let svgs = parts
         .iter()
         .flat_map(|p| &p.sections)
-        .flat_map(|s| {
-            s.plots
-                .iter()
-                .map(|(p, plot)| (p.clone(), plot.svg.clone()))
-        })
+        .flat_map(|s| s.plots.iter())
+        .chain(real_plots)
+        .map(|(p, plot)| (p.clone(), plot.svg.clone()))
         .collect();
     let html_path = root.join("report.html");
     std::fs::write(&html_path, report::html(&text, &svgs))
@@ -203,7 +420,26 @@ fn rebuild(root: &Path) -> anyhow::Result<ExitCode> {
             sections,
         });
     }
-    let (md, html) = write_report(root, &parts, manifest.quick, &manifest.skipped)?;
+    let real = match manifest.real {
+        Some(RealEntry::Available {
+            sim,
+            real,
+            source,
+            control,
+        }) => real_from_stored(
+            root,
+            &root.join(sim),
+            &root.join(real),
+            control.map(|c| root.join(c)).as_deref(),
+            source,
+        )?,
+        Some(RealEntry::NotAvailable { reason }) => RealComparison::NotAvailable(reason),
+        None => RealComparison::NotAvailable(format!(
+            "{} was written by a build without this part",
+            file.display()
+        )),
+    };
+    let (md, html) = write_report(root, &parts, &real, manifest.quick, &manifest.skipped)?;
     crate::util::out(&format!(
         "rebuilt the report of {} scenario(s) from stored results: {} and {}\n",
         parts.iter().map(|p| p.sections.len()).sum::<usize>(),
@@ -225,6 +461,10 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
             scenario_files(&args.robustness)?,
         ));
     }
+    // A file named on the command line must be there before anything runs.
+    if let Some(f) = &args.real_results {
+        read_real(f).map_err(|e| anyhow!("--real-results: {e}"))?;
+    }
     let total: usize = groups.iter().map(|g| g.2.len()).sum();
     let started = wall::now();
     let mut parts = Vec::new();
@@ -232,6 +472,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         quick: args.quick,
         parts: Vec::new(),
         skipped: Vec::new(),
+        real: None,
     };
     let mut done = 0;
     for (title, intro, files) in groups {
@@ -299,6 +540,16 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
             sections,
         });
     }
+    eprintln!(
+        "[real] {} against its stored real results ({:.0} s so far)",
+        args.real_scenario.display(),
+        wall::seconds_since(started)
+    );
+    let (real, entry) = real_part(&args)?;
+    if let RealComparison::NotAvailable(why) = &real {
+        eprintln!("thinstream: real sockets vs the simulator not available: {why}");
+    }
+    manifest.real = Some(entry);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let manifest_path = args.out.join(MANIFEST);
@@ -307,7 +558,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         serde_json::to_string_pretty(&manifest).context("manifest")? + "\n",
     )
     .with_context(|| format!("cannot write {}", manifest_path.display()))?;
-    let (path, html_path) = write_report(&args.out, &parts, args.quick, &manifest.skipped)?;
+    let (path, html_path) = write_report(&args.out, &parts, &real, args.quick, &manifest.skipped)?;
     crate::util::out(&format!(
         "\nreproduced {} scenario(s) in {:.1} s; report: {} and {}\n",
         parts.iter().map(|p| p.sections.len()).sum::<usize>(),

@@ -28,6 +28,30 @@ pub fn diff_percent(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     (a != 0.0).then(|| (b - a) / a * 100.0)
 }
 
+/// How the two sides of a [`Row`] relate ([`Row::agreement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Mean and p99 both within the limit (or within the floor in ms).
+    Agrees,
+    /// Mean or p99 beyond the limit and beyond the floor.
+    Differs,
+    /// Fewer than [`FEW_SAMPLES`] messages on a side: not judged.
+    FewSamples,
+}
+
+impl Agreement {
+    pub const ALL: [Agreement; 3] = [Self::Agrees, Self::Differs, Self::FewSamples];
+
+    /// Words for tables.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::Agrees => "agrees",
+            Self::Differs => "differs",
+            Self::FewSamples => "too few samples",
+        }
+    }
+}
+
 /// One row of a comparison table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
@@ -44,6 +68,21 @@ impl Row {
     }
     pub fn p99_diff(&self) -> Option<f64> {
         diff_percent(self.p99.0, self.p99.1)
+    }
+    /// Whether either side has fewer than [`FEW_SAMPLES`] messages.
+    pub fn few(&self) -> bool {
+        self.count.0 < FEW_SAMPLES || self.count.1 < FEW_SAMPLES
+    }
+    /// The row's mark: too few samples on a side, else whether it
+    /// [`exceeds`](Self::exceeds) `limit` percent and `floor_ms`.
+    pub fn agreement(&self, limit: f64, floor_ms: f64) -> Agreement {
+        if self.few() {
+            Agreement::FewSamples
+        } else if self.exceeds(limit, floor_ms) {
+            Agreement::Differs
+        } else {
+            Agreement::Agrees
+        }
     }
     /// Whether the mean or the p99 differ by more than `limit` percent
     /// and more than `floor_ms`.
@@ -142,13 +181,13 @@ fn beyond((a, b): (Option<f64>, Option<f64>), limit: f64, floor_ms: f64) -> bool
     (b - a).abs() > floor_ms && (a == 0.0 || ((b - a) / a * 100.0).abs() > limit)
 }
 
-fn num(x: Option<f64>) -> String {
+pub(crate) fn num(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.1}"))
 }
 
 /// The difference of a pair: in percent of `a`, in ms when `a` is 0;
 /// bold when [`beyond`].
-fn pct(pair: (Option<f64>, Option<f64>), limit: f64, floor_ms: f64) -> String {
+pub(crate) fn pct(pair: (Option<f64>, Option<f64>), limit: f64, floor_ms: f64) -> String {
     let text = match pair {
         (Some(a), Some(b)) if a == 0.0 => format!("{:+.1} ms", b - a),
         (Some(a), Some(b)) => format!("{:+.0}%", (b - a) / a * 100.0),
@@ -163,7 +202,7 @@ fn pct(pair: (Option<f64>, Option<f64>), limit: f64, floor_ms: f64) -> String {
 
 /// Latency kinds both results report: A's summary kind first, then the
 /// other kinds in A's order.
-fn common_kinds(a: &Results, b: &Results) -> Vec<String> {
+pub fn common_kinds(a: &Results, b: &Results) -> Vec<String> {
     let has =
         |r: &Results, k: &str| r.latency == k || r.variants.iter().any(|v| v.also.contains_key(k));
     let mut kinds = vec![a.latency.clone()];
@@ -175,7 +214,10 @@ fn common_kinds(a: &Results, b: &Results) -> Vec<String> {
     kinds
 }
 
-fn describe(r: &Results) -> String {
+/// One line on where a result comes from: scenario, mode, runs, seed;
+/// for a real result also its start, runs at once, and the worst
+/// emulator release error and application timer lateness of its runs.
+pub fn describe(r: &Results) -> String {
     let mut s = format!(
         "scenario `{}`, {} ({} run(s), {:.0} s per run, seed {})",
         r.scenario, r.mode, r.runs, r.simulated_s, r.seed
@@ -265,7 +307,7 @@ pub fn markdown(
         let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
         for kind in &kinds {
             for r in rows(a, va, b, vb, kind) {
-                let few = r.count.0 < FEW_SAMPLES || r.count.1 < FEW_SAMPLES;
+                let few = r.few();
                 if r.count.0 > 0 && r.count.1 > 0 {
                     total += 1;
                     if r.exceeds(limit, floor_ms) {

@@ -61,6 +61,7 @@ pub mod fairness;
 pub mod http;
 pub mod plan;
 pub mod plots;
+pub mod realsim;
 pub mod record;
 pub mod report;
 pub mod results;

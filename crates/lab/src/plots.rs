@@ -305,6 +305,36 @@ pub fn plots(results: &Value) -> Vec<Plot> {
     out
 }
 
+/// Real against simulated runs of one scenario (the report's "Real sockets
+/// vs the simulator"): per variant present in both, the box plot by
+/// retransmission number of the summary latency kind, simulated and real
+/// side by side. `sim` and `real` are the two stored `results.json` values.
+pub fn real_vs_sim_plots(sim: &Value, real: &Value) -> Vec<Plot> {
+    let scenario = sim["scenario"].as_str().unwrap_or("");
+    let kind = sim["latency"].as_str().unwrap_or("application");
+    let owd = sim["owd"].as_str().unwrap_or("min-observed");
+    let real_vars = available(real);
+    available(sim)
+        .into_iter()
+        .filter_map(|s| {
+            let n = name(s);
+            let r = real_vars.iter().find(|r| name(r) == n)?;
+            rtx_plot(
+                &format!("real-vs-sim-{}.svg", file_safe(&n)),
+                &format!(
+                    "{scenario}, {n}: {} by retransmission number, simulated and real",
+                    latency_name(kind, owd)
+                ),
+                &latency_label(kind, owd),
+                &[
+                    ("simulated".to_string(), &s["by_retransmissions"]),
+                    ("real sockets".to_string(), &r["by_retransmissions"]),
+                ],
+            )
+        })
+        .collect()
+}
+
 fn cdf_points(cdf: &Value) -> Vec<(f64, f64)> {
     cdf.as_array()
         .into_iter()

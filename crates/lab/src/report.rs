@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use thinstream_metrics::{markdown_table, Summary};
 
 use crate::plots::Plot;
+use crate::realsim::RealComparison;
 use crate::results::Results;
 use crate::verdict::{RowVerdict, Verdict};
 
@@ -399,7 +400,7 @@ pub fn scenario_section(sec: &Section) -> String {
 /// `[reference] discussion`: the scenario file's reasoning where our
 /// numbers differ from the documents' (a string, or a list of paragraphs
 /// shown as a list).
-fn discussion(reference: Option<&serde_json::Value>) -> Option<String> {
+pub(crate) fn discussion(reference: Option<&serde_json::Value>) -> Option<String> {
     match reference?.get("discussion")? {
         serde_json::Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
         serde_json::Value::Array(items) => {
@@ -647,7 +648,7 @@ fn summary_rows(sections: &[Section], out: &mut String, total: &mut [usize; 4]) 
 }
 
 /// The header, summary of verdicts and table of contents.
-fn front_matter(parts: &[Part], quick: bool) -> String {
+fn front_matter(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> String {
     let mut out = String::from("# thinstream reproduction report\n\n");
     let _ = writeln!(
         out,
@@ -694,6 +695,10 @@ fn front_matter(parts: &[Part], quick: bool) -> String {
             .map(|s| s.plots.len())
             .sum::<usize>()
     );
+    if let Some(rc) = real {
+        out.push_str(&crate::realsim::summary_line(rc));
+        out.push('\n');
+    }
     out.push_str("## Contents\n\n");
     for part in parts {
         let indent = if parts.len() > 1 && !part.title.is_empty() {
@@ -716,6 +721,14 @@ fn front_matter(parts: &[Part], quick: bool) -> String {
             );
         }
     }
+    if real.is_some() {
+        let _ = writeln!(
+            out,
+            "- [{}](#{})",
+            crate::realsim::TITLE,
+            slug(crate::realsim::TITLE)
+        );
+    }
     out.push('\n');
     out
 }
@@ -737,7 +750,13 @@ pub fn markdown(sections: &[Section], quick: bool) -> String {
 /// (its title as a top-level heading when there are several) with one
 /// section per scenario.
 pub fn markdown_parts(parts: &[Part], quick: bool) -> String {
-    let mut out = front_matter(parts, quick);
+    markdown_report(parts, None, quick)
+}
+
+/// [`markdown_parts`] and, after the parts, the real-against-simulated
+/// part ([`crate::realsim`]) if given (its summary line at the top).
+pub fn markdown_report(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> String {
+    let mut out = front_matter(parts, real, quick);
     for part in parts {
         if parts.len() > 1 && !part.title.is_empty() {
             let _ = writeln!(out, "# {}\n", part.title);
@@ -748,6 +767,9 @@ pub fn markdown_parts(parts: &[Part], quick: bool) -> String {
         for sec in &part.sections {
             out.push_str(&scenario_section(sec));
         }
+    }
+    if let Some(rc) = real {
+        out.push_str(&crate::realsim::markdown(rc));
     }
     out
 }
