@@ -386,11 +386,178 @@ receiver = "linux"
     let (code, _, stderr) = run(&["reproduce", "--from", dir.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("manifest.json"), "{stderr}");
+    // No stored real results where the default points (the test runs in
+    // the crate's folder): the part says so, nothing fails.
+    assert!(
+        first_md.contains("# Real sockets vs the simulator\n\nNot available: no stored real results at scenarios/real/"),
+        "{first_md}"
+    );
+    assert!(
+        first_md.contains(
+            "[Real sockets vs the simulator](#real-sockets-vs-the-simulator): not available"
+        ),
+        "{first_md}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<h2 id=\"a-small\">"), "anchors");
     assert!(html.matches("<svg").count() >= 4, "plots inlined");
     assert!(!html.contains("<img") && !html.contains("<script") && !html.contains("<link"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// `reproduce --real-results`: a stored real result (a fixture made from a
+// simulated run: mode `real`, one row 20% slower) against the scenario
+// simulated by reproduce with the same seed: the part has computed marks,
+// plots, CSV, the discussion, survives `--from`; a real result of another
+// seed is "not available"; a missing file named on the command line is an
+// error before anything runs.
+#[test]
+fn reproduce_compares_stored_real_results() {
+    let dir = out_dir("reproduce-real");
+    let seeds = dir.join("seeds");
+    std::fs::create_dir_all(&seeds).unwrap();
+    std::fs::write(
+        seeds.join("tiny.toml"),
+        r#"name = "tiny"
+source = "test"
+duration = "20s"
+drain = "10s"
+[topology]
+kind = "two-host"
+forward = "delay 30ms loss 2%"
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+[[variants]]
+name = "thin"
+preset = "thin"
+"#,
+    )
+    .unwrap();
+    let scenario = dir.join("real-scenario.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "real-fixture"
+source = "test"
+duration = "120s"
+drain = "10s"
+[topology]
+kind = "two-host"
+forward = "delay 30ms loss 8%"
+reverse = "delay 30ms loss 8%"
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+[[variants]]
+name = "linux"
+preset = "linux"
+[[variants]]
+name = "thin"
+preset = "thin"
+[metrics]
+also = ["ack"]
+[reference]
+discussion = ["the fixture's thin row is 20% slower by construction"]
+"#,
+    )
+    .unwrap();
+    let made = dir.join("made");
+    let (code, _, stderr) = run(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        made.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut real = read_json(&made);
+    real["mode"] = "real".into();
+    real["real"] = serde_json::json!({
+        "started_utc": "2026-01-01T00:00:00Z", "jobs": 2, "not_measured": {}, "runs": []
+    });
+    let row = real["variants"][1]["by_retransmissions"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["retransmissions"] == 1)
+        .unwrap();
+    assert!(row["count"].as_u64().unwrap() >= 30, "{row}");
+    row["mean_ms"] = (row["mean_ms"].as_f64().unwrap() * 1.2).into();
+    let fixture = dir.join("stored-real.json");
+    std::fs::write(&fixture, real.to_string()).unwrap();
+    let out = dir.join("out");
+    let reproduce = |real_results: &Path, out: &Path| {
+        run(&[
+            "reproduce",
+            "--quick",
+            "--quiet",
+            "--no-robustness",
+            "--scenarios",
+            seeds.to_str().unwrap(),
+            "--real-results",
+            real_results.to_str().unwrap(),
+            "--real-scenario",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (code, stdout, stderr) = reproduce(&fixture, &out);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let part = &report[report
+        .find("# Real sockets vs the simulator\n")
+        .expect("the part")..];
+    assert!(part.contains("| thin | 1 |"), "{part}");
+    assert_eq!(part.matches("| **differs** |").count(), 1, "{part}");
+    assert!(part.contains("| agrees |"), "{part}");
+    assert!(part.contains("- the fixture's thin row is 20% slower by construction"));
+    assert!(
+        report.contains("**1 differ** (control, the simulator against itself with master seed 2: ")
+    );
+    for f in [
+        "real-vs-sim-thin.svg",
+        "real-vs-sim-linux.svg",
+        "real-vs-sim.csv",
+    ] {
+        assert!(out.join("real-fixture").join(f).exists(), "{f}");
+    }
+    assert!(out.join("real-fixture/real/results.json").exists());
+    assert!(out.join("real-fixture/control/results.json").exists());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h1 id=\"real-sockets-vs-the-simulator\">"),
+        "anchor"
+    );
+    assert!(
+        html.contains("real-fixture, thin: application latency"),
+        "plot inlined"
+    );
+    // Rebuilt from the stored results alone.
+    let first = report.clone();
+    std::fs::remove_file(out.join("report.md")).unwrap();
+    let (code, stdout, stderr) = run(&["reproduce", "--from", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.md")).unwrap(),
+        first
+    );
+    // Real results of other variants do not belong to this simulation.
+    real["variants"][1]["preset"] = "rfc".into();
+    std::fs::write(&fixture, real.to_string()).unwrap();
+    let out2 = dir.join("out2");
+    let (code, _, stderr) = reproduce(&fixture, &out2);
+    assert_eq!(code, 0, "{stderr}");
+    let report = std::fs::read_to_string(out2.join("report.md")).unwrap();
+    assert!(
+        report
+            .contains("Not available: the stored real results do not match the scenario: variants"),
+        "{report}"
+    );
+    // A file named on the command line must exist.
+    let (code, _, stderr) = reproduce(&dir.join("missing.json"), &dir.join("out3"));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--real-results: cannot read"), "{stderr}");
+    assert!(!dir.join("out3").exists(), "nothing ran");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

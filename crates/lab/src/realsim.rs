@@ -377,3 +377,154 @@ pub fn markdown(rc: &RealComparison) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{run_all, Plan, PlanOptions, RealInfo, RunOptions, Scenario};
+
+    const THIN: &str = r#"
+name = "realsim-test"
+source = "test"
+duration = "120s"
+drain = "10s"
+[topology]
+kind = "two-host"
+forward = "delay 30ms loss 8%"
+reverse = "delay 30ms loss 8%"
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+[[variants]]
+name = "linux"
+preset = "linux"
+[[variants]]
+name = "thin"
+preset = "thin"
+[metrics]
+also = ["ack"]
+[reference]
+discussion = ["why they differ: a test paragraph"]
+"#;
+
+    fn simulated() -> Results {
+        let s = Scenario::parse(THIN, std::path::Path::new("t.toml")).unwrap();
+        let plan = Plan::new(s, &PlanOptions::default()).unwrap();
+        let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
+        Results::build(&plan, &outcomes, 0.0)
+    }
+
+    /// A "real" result made from the simulated one: the same numbers, one
+    /// row of `thin` (1 retransmission) 20 % slower on average.
+    fn fixture(sim: &Results) -> Results {
+        let mut real = sim.clone();
+        real.mode = "real".into();
+        real.real = Some(RealInfo {
+            started_utc: "2026-01-01T00:00:00Z".into(),
+            jobs: 2,
+            not_measured: Default::default(),
+            runs: Vec::new(),
+        });
+        let one = real.variants[1]
+            .summary
+            .as_mut()
+            .unwrap()
+            .by_retransmissions
+            .iter_mut()
+            .find(|r| r.retransmissions == 1)
+            .unwrap();
+        assert!(
+            one.count >= compare::FEW_SAMPLES,
+            "the test needs a judged row"
+        );
+        one.mean_ms = one.mean_ms.map(|m| m * 1.2);
+        real
+    }
+
+    fn comparison(sim: Results, real: Results, control: Option<Results>) -> RealVsSim {
+        RealVsSim {
+            sim,
+            real,
+            sim_path: "x/results.json".into(),
+            real_path: "x/real/results.json".into(),
+            source: "stored.json".into(),
+            control: control.map(|c| (c, "x/control/results.json".into())),
+            csv_path: Some("x/real-vs-sim.csv".into()),
+            plots: Vec::new(),
+        }
+    }
+
+    // Marks are computed from the rows: the slowed row differs, rows with
+    // fewer than FEW_SAMPLES messages are not judged, the rest agree; the
+    // counts, the summary line and the discussion follow.
+    #[test]
+    fn marks_are_computed_per_row() {
+        let sim = simulated();
+        let real = fixture(&sim);
+        assert_eq!(check(&sim, &real), Ok(()));
+        let rs = comparison(sim.clone(), real, Some(sim.clone()));
+        let rows = rows(&rs, "application");
+        let mut want = [0usize; 3];
+        for (variant, rows) in &rows {
+            for r in rows {
+                let m = r.agreement(LIMIT_PERCENT, compare::FLOOR_MS);
+                let expect = if r.few() {
+                    Agreement::FewSamples
+                } else if variant == "thin" && r.retransmissions == "1" {
+                    Agreement::Differs
+                } else {
+                    Agreement::Agrees
+                };
+                assert_eq!(m, expect, "{variant} {}", r.retransmissions);
+                want[Agreement::ALL.iter().position(|x| *x == m).unwrap()] += 1;
+            }
+        }
+        assert_eq!(want[1], 1);
+        assert!(want[0] > 0 && want[2] > 0, "{want:?}");
+        assert_eq!(tally(&rs, "application"), want);
+        // The control is the simulated side itself here: nothing differs.
+        assert_eq!(control_tally(&rs, "application").unwrap()[1], 0);
+        let md = markdown(&RealComparison::Available(Box::new(rs.clone())));
+        assert!(md.starts_with("# Real sockets vs the simulator\n"), "{md}");
+        assert!(
+            md.contains("| thin | 1 |") && md.contains("**+20%** |"),
+            "{md}"
+        );
+        assert_eq!(md.matches("| **differs** |").count(), 1, "{md}");
+        assert_eq!(md.matches("| *too few samples* |").count(), want[2], "{md}");
+        assert_eq!(md.matches("| agrees |").count(), want[0], "{md}");
+        assert!(md.contains("- why they differ: a test paragraph"), "{md}");
+        assert!(md.contains("x/real-vs-sim.csv"), "{md}");
+        let line = summary_line(&RealComparison::Available(Box::new(rs.clone())));
+        assert!(
+            line.contains(&format!("**{} agree**", want[0]))
+                && line.contains("**1 differ**")
+                && line.contains("master seed 1: "),
+            "{line}"
+        );
+        let csv = csv(&rs);
+        assert!(csv.starts_with("scenario,variant,latency,retransmissions,side,statistic,value\n"));
+        assert!(csv.contains("realsim-test,thin,ack,1,real,count,"), "{csv}");
+    }
+
+    #[test]
+    fn mismatches_and_missing_results_are_not_available() {
+        let sim = simulated();
+        let real = fixture(&sim);
+        assert!(check(&sim, &sim).unwrap_err().contains("not a real run"));
+        let mut other = real.clone();
+        other.seed = 7;
+        assert!(check(&sim, &other)
+            .unwrap_err()
+            .contains("master seed 7 (real)"));
+        let mut other = real.clone();
+        other.variants[1].preset = "rfc".into();
+        assert!(check(&sim, &other).unwrap_err().contains("variants"));
+        let md = markdown(&RealComparison::NotAvailable(
+            "no stored real results".into(),
+        ));
+        assert_eq!(
+            md,
+            "# Real sockets vs the simulator\n\nNot available: no stored real results.\n\n"
+        );
+    }
+}
