@@ -346,7 +346,7 @@ pub fn markdown(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{run_all, Plan, PlanOptions, RunOptions, Scenario};
 
@@ -370,11 +370,16 @@ preset = "thin"
 also = ["ack"]
 "#;
 
-    fn results() -> Results {
-        let s = Scenario::parse(THIN, std::path::Path::new("t.toml")).unwrap();
+    /// The pooled results of a scenario file's text, simulated.
+    pub(crate) fn results_of(scenario: &str) -> Results {
+        let s = Scenario::parse(scenario, std::path::Path::new("t.toml")).unwrap();
         let plan = Plan::new(s, &PlanOptions::default()).unwrap();
         let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
         Results::build(&plan, &outcomes, 0.0)
+    }
+
+    fn results() -> Results {
+        results_of(THIN)
     }
 
     #[test]

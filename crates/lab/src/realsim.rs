@@ -381,7 +381,7 @@ pub fn markdown(rc: &RealComparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{run_all, Plan, PlanOptions, RealInfo, RunOptions, Scenario};
+    use crate::RealInfo;
 
     const THIN: &str = r#"
 name = "realsim-test"
@@ -407,10 +407,7 @@ discussion = ["why they differ: a test paragraph"]
 "#;
 
     fn simulated() -> Results {
-        let s = Scenario::parse(THIN, std::path::Path::new("t.toml")).unwrap();
-        let plan = Plan::new(s, &PlanOptions::default()).unwrap();
-        let outcomes = run_all(&plan, &RunOptions::default()).unwrap();
-        Results::build(&plan, &outcomes, 0.0)
+        crate::compare::tests::results_of(THIN)
     }
 
     /// A "real" result made from the simulated one: the same numbers, one
