@@ -663,7 +663,7 @@ fn front_matter(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> S
          never below the exact ones and at most 1/1024 (0.1 %) above them, counts, means and \
          maxima stay exact (docs/memory.md).\n",
         if quick {
-            " with shortened durations (`--quick`: at most 10 simulated minutes of messages, one repetition), so tail statistics are rougher than the documents'"
+            " with shortened durations (`--quick`: at most 5 simulated minutes of messages, one repetition; the real-against-simulated part keeps its full length), so tail statistics are rougher than the documents'"
         } else {
             ""
         },
