@@ -122,8 +122,7 @@ pub fn streams(plan: &Plan) -> bool {
         .as_ref()
         .is_some_and(|sw| sw.has(crate::scenario::SweepParameter::DropDataPacket));
     let cumulative = s.metrics.latency == thinstream_metrics::LatencyKind::AckCumulative
-        || s
-            .metrics
+        || s.metrics
             .also
             .contains(&thinstream_metrics::LatencyKind::AckCumulative);
     !drop_sweep

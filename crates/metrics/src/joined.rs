@@ -256,7 +256,8 @@ impl FlowStream {
             || slowest == Some(LatencyKind::AckCumulative)
         {
             return Err(MetricsError::StreamingUnsupported {
-                what: "the cumulative ACK latency (a message's value waits on every earlier message)",
+                what:
+                    "the cumulative ACK latency (a message's value waits on every earlier message)",
             });
         }
         Ok(FlowStream {

@@ -273,7 +273,10 @@ fn streaming_matches_the_whole_trace_analysis() {
 fn streaming_refuses_the_cumulative_ack_latency() {
     for (kinds, slowest) in [
         (vec![LatencyKind::AckCumulative], None),
-        (vec![LatencyKind::Application], Some(LatencyKind::AckCumulative)),
+        (
+            vec![LatencyKind::Application],
+            Some(LatencyKind::AckCumulative),
+        ),
     ] {
         let r = crate::joined::FlowStream::new(OwdCorrection::MinObserved, &kinds, slowest);
         assert!(
