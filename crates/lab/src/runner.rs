@@ -121,7 +121,12 @@ pub fn streams(plan: &Plan) -> bool {
         .sweep
         .as_ref()
         .is_some_and(|sw| sw.has(crate::scenario::SweepParameter::DropDataPacket));
+    let cumulative = s.metrics.latency == thinstream_metrics::LatencyKind::AckCumulative
+        || s.metrics
+            .also
+            .contains(&thinstream_metrics::LatencyKind::AckCumulative);
     !drop_sweep
+        && !cumulative
         && s.metrics.throughput.is_none()
         && !matches!(
             s.metrics.owd.0,

@@ -312,3 +312,58 @@ also = ["ack"]
         }
     }
 }
+
+// The cumulative ACK latency cannot be streamed: a plan asking for it takes
+// the full analysis even when streaming is requested, and its values are never
+// below the first-acknowledgement ones and above them for some message when
+// segments are lost (those behind a lost one wait for its retransmission).
+#[test]
+fn cumulative_ack_latency_takes_the_full_analysis() {
+    use thinstream_metrics::LatencyKind;
+    let plan = plan(
+        r#"
+name = "cumulative"
+duration = "5min"
+drain = "30s"
+seed = 3
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 75ms loss 5%"
+reverse = "delay 75ms loss 5%"
+
+[[flows]]
+transport = "tcp"
+workload = { kind = "constant", iat = "100ms", bytes = 100 }
+app_start_from = "established"
+
+[[variants]]
+name = "newreno"
+preset = "linux-2.6.23"
+
+[metrics]
+latency = "application"
+also = ["ack", "ack-cumulative"]
+"#,
+    );
+    assert!(!streams(&plan));
+    let kinds = latency_kinds(&plan.scenario);
+    let out = run_one(
+        &plan,
+        &plan.runs[0],
+        Detail {
+            stream: true,
+            ..Detail::default()
+        },
+    )
+    .unwrap();
+    assert!(out.digests.is_none() && !out.flows.is_empty());
+    let rec = RunRecord::of(&out, &kinds);
+    let f = &rec.flows[0];
+    let ack = f.samples(LatencyKind::AckFromFirstTx);
+    let cum = f.samples(LatencyKind::AckCumulative);
+    assert!(ack.len() > 2000 && cum.len() == ack.len());
+    assert!(ack.iter().zip(cum).all(|(a, c)| c.nanos >= a.nanos));
+    assert!(ack.iter().zip(cum).any(|(a, c)| c.nanos > a.nanos));
+}

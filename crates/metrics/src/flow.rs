@@ -101,6 +101,14 @@ pub enum LatencyKind {
     AckFromFirstTx,
     /// Application send → all units acknowledged.
     AckFromSend,
+    /// First transmission → this message and every message before it (in
+    /// unit order) acknowledged: the time the cumulative acknowledgement
+    /// passed the message, a SACK or gap report not counting. 002's
+    /// analysis tool measured ACK latency this way from sender-side dumps
+    /// (002 §3.4, Table 3.1: "the delay before the sent data is
+    /// cumulatively ACKed"; §5.1.6, Appendix B `analyzeTCP`). Full analysis
+    /// only: the streaming analysis refuses it.
+    AckCumulative,
     /// Transport-layer delivery latency: application send → all units
     /// arrived (first copy of each), minus OWD.
     Transport,
@@ -114,9 +122,10 @@ pub enum LatencyKind {
 }
 
 impl LatencyKind {
-    pub const ALL: [LatencyKind; 6] = [
+    pub const ALL: [LatencyKind; 7] = [
         LatencyKind::AckFromFirstTx,
         LatencyKind::AckFromSend,
+        LatencyKind::AckCumulative,
         LatencyKind::Transport,
         LatencyKind::Application,
         LatencyKind::TransportFromFirstTx,
@@ -128,6 +137,7 @@ impl LatencyKind {
         match self {
             LatencyKind::AckFromFirstTx => "ack",
             LatencyKind::AckFromSend => "ack-from-send",
+            LatencyKind::AckCumulative => "ack-cumulative",
             LatencyKind::Transport => "transport",
             LatencyKind::Application => "application",
             LatencyKind::TransportFromFirstTx => "transport-from-first-tx",
@@ -136,7 +146,10 @@ impl LatencyKind {
     }
 
     pub(crate) const fn owd_corrected(self) -> bool {
-        !matches!(self, LatencyKind::AckFromFirstTx | LatencyKind::AckFromSend)
+        !matches!(
+            self,
+            LatencyKind::AckFromFirstTx | LatencyKind::AckFromSend | LatencyKind::AckCumulative
+        )
     }
 }
 
@@ -434,6 +447,9 @@ pub struct FlowAnalysis {
     span: Option<(Instant, Instant)>,
     owd: OwdModel,
     recovery: RecoveryCounts,
+    /// Per message (index into `messages`): when it and every message
+    /// before it in unit order were acknowledged ([`LatencyKind::AckCumulative`]).
+    cum_acked: Vec<Option<Instant>>,
 }
 
 /// What the sender's records say, per unit range and in total.
@@ -832,6 +848,7 @@ impl FlowAnalysis {
             Some(rx) => (Some(rx.counters), rx.arrived_bytes, rx.delivered_bytes),
             None => (None, Vec::new(), Vec::new()),
         };
+        let cum_acked = cumulative_acks(&messages);
         Ok(FlowAnalysis {
             options,
             messages,
@@ -850,6 +867,7 @@ impl FlowAnalysis {
             span,
             owd,
             recovery: tx.recovery,
+            cum_acked,
         })
     }
 
@@ -910,6 +928,10 @@ impl FlowAnalysis {
         let (end, start) = match kind {
             LatencyKind::AckFromFirstTx => (m.acked?, m.first_tx?),
             LatencyKind::AckFromSend => (m.acked?, m.sent),
+            LatencyKind::AckCumulative => {
+                let i = *self.by_id.get(&m.message)?;
+                (self.cum_acked.get(i).copied().flatten()?, m.first_tx?)
+            }
             LatencyKind::Transport => (m.arrived?, m.sent),
             LatencyKind::Application => (m.delivered?, m.sent),
             LatencyKind::TransportFromFirstTx => (m.arrived?, m.first_tx?),
@@ -1201,4 +1223,32 @@ fn estimate_spurious(pieces: &[RetransmittedPiece], reports: &[DuplicateReport])
         }
     }
     count
+}
+
+/// Per message (same index as `messages`): when the cumulative
+/// acknowledgement passed it, i.e. the latest acknowledgement of it and of
+/// every message before it in unit order. A message never acknowledged holds
+/// back every later one (`None`); an abandoned one does not (the cumulative
+/// point skips it), though it has no time of its own.
+fn cumulative_acks(messages: &[MessageOutcome]) -> Vec<Option<Instant>> {
+    let mut order: Vec<usize> = (0..messages.len()).collect();
+    order.sort_by_key(|&i| messages[i].units.start);
+    let mut out = vec![None; messages.len()];
+    let mut front: Option<Instant> = None;
+    let mut blocked = false;
+    for i in order {
+        let m = &messages[i];
+        if m.abandoned && m.acked.is_none() {
+            continue;
+        }
+        match m.acked {
+            Some(a) if !blocked => {
+                let t = front.map_or(a, |f| f.max(a));
+                front = Some(t);
+                out[i] = Some(t);
+            }
+            _ => blocked = true,
+        }
+    }
+    out
 }

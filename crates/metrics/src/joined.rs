@@ -252,6 +252,14 @@ impl FlowStream {
                 what: "the drift-corrected one-way delay (it needs the first and last samples of the flow)",
             });
         }
+        if kinds.contains(&LatencyKind::AckCumulative)
+            || slowest == Some(LatencyKind::AckCumulative)
+        {
+            return Err(MetricsError::StreamingUnsupported {
+                what:
+                    "the cumulative ACK latency (a message's value waits on every earlier message)",
+            });
+        }
         Ok(FlowStream {
             owd,
             kinds: kinds.to_vec(),
@@ -1041,6 +1049,8 @@ fn raw_latency(m: &MessageOutcome, kind: LatencyKind) -> Option<Duration> {
     let (end, start) = match kind {
         LatencyKind::AckFromFirstTx => (m.acked?, m.first_tx?),
         LatencyKind::AckFromSend => (m.acked?, m.sent),
+        // Refused by `FlowStream::new`.
+        LatencyKind::AckCumulative => return None,
         LatencyKind::Transport => (m.arrived?, m.sent),
         LatencyKind::Application => (m.delivered?, m.sent),
         LatencyKind::TransportFromFirstTx => (m.arrived?, m.first_tx?),

@@ -130,6 +130,12 @@ fn latencies_with_min_observed_owd() {
         vec![ms(40), ms(240), ms(40)]
     );
     assert_eq!(lat(LatencyKind::AckFromSend), vec![ms(40), ms(240), ms(40)]);
+    // Cumulative: m2 was gap-acknowledged at 240 but the cumulative point
+    // passed it only with m1's retransmission's acknowledgement at 340.
+    assert_eq!(
+        lat(LatencyKind::AckCumulative),
+        vec![ms(40), ms(240), ms(140)]
+    );
     let m1 = f.message(1).unwrap();
     assert_eq!(m1.first_tx, Some(t(100)));
     assert_eq!(m1.retransmissions, 1);

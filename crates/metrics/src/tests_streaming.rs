@@ -266,3 +266,22 @@ fn streaming_matches_the_whole_trace_analysis() {
     compare(2, 3000, 0.3, 100);
     compare(3, 500, 0.0, 1);
 }
+
+// The cumulative ACK latency needs every earlier message: the streaming
+// analysis refuses it instead of reporting nothing.
+#[test]
+fn streaming_refuses_the_cumulative_ack_latency() {
+    for (kinds, slowest) in [
+        (vec![LatencyKind::AckCumulative], None),
+        (
+            vec![LatencyKind::Application],
+            Some(LatencyKind::AckCumulative),
+        ),
+    ] {
+        let r = crate::joined::FlowStream::new(OwdCorrection::MinObserved, &kinds, slowest);
+        assert!(
+            matches!(r, Err(MetricsError::StreamingUnsupported { .. })),
+            "accepted {kinds:?} / {slowest:?}"
+        );
+    }
+}
