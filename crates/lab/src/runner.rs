@@ -16,8 +16,8 @@ use thinstream_metrics::{
 };
 use thinstream_sim::topology::endpoint_addr;
 use thinstream_sim::{
-    Access, App, Dumbbell, Echo, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec, Side,
-    Simulation, Sink, StopReason, Topology,
+    Access, App, Dumbbell, Echo, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec,
+    RecordFilter, Side, Simulation, Sink, StopReason, Topology,
 };
 use thinstream_workload::Generator;
 
@@ -673,6 +673,22 @@ fn run_streaming(
                 .map(|s| s.with_sample_limit(STREAM_SAMPLE_LIMIT))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Keep only the records something reads: every record of measured
+    // flows, the senders' transmissions and acknowledgements of the other
+    // traced flows when throughput is measured, nothing of the rest.
+    for i in 0..sim.endpoint_count() {
+        sim.keep_records(thinstream_sim::EndpointId(i), RecordFilter::None);
+    }
+    for (flow, _, _) in &series {
+        let a = sim.endpoint_id(FlowId(*flow), Side::A);
+        sim.keep_records(a, RecordFilter::Only(throughput_record));
+    }
+    for (flow, _) in measured {
+        for side in [Side::A, Side::B] {
+            let id = sim.endpoint_id(FlowId(*flow), side);
+            sim.keep_records(id, RecordFilter::All);
+        }
+    }
     let mut sent = vec![0u64; measured.len()];
     let mut error = None;
     let mut peak = StreamPeak::default();
@@ -761,6 +777,11 @@ fn run_streaming(
                 .collect(),
         },
     ))
+}
+
+/// The records a [`ThroughputStream`] reads.
+fn throughput_record(r: &Record) -> bool {
+    matches!(r, Record::PacketSent { .. } | Record::Acked { .. })
 }
 
 /// The message schedule of flow `flow` (the `flow`-th flow of the run),
