@@ -676,8 +676,10 @@ fn run_streaming(
     // Keep only the records something reads: every record of measured
     // flows, the senders' transmissions and acknowledgements of the other
     // traced flows when throughput is measured, nothing of the rest.
+    // The same for the apps' per-message histories: only measured flows'.
     for i in 0..sim.endpoint_count() {
         sim.keep_records(thinstream_sim::EndpointId(i), RecordFilter::None);
+        sim.keep_app_history(thinstream_sim::EndpointId(i), false);
     }
     for (flow, _, _) in &series {
         let a = sim.endpoint_id(FlowId(*flow), Side::A);
@@ -687,6 +689,7 @@ fn run_streaming(
         for side in [Side::A, Side::B] {
             let id = sim.endpoint_id(FlowId(*flow), side);
             sim.keep_records(id, RecordFilter::All);
+            sim.keep_app_history(id, true);
         }
     }
     let mut sent = vec![0u64; measured.len()];

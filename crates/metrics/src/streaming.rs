@@ -74,8 +74,12 @@ impl ThinClock {
         } else {
             self.pending.iter().filter(|(c, _)| *c > to).count()
         };
-        let fold: Vec<(Instant, bool)> = self.pending.drain(..self.pending.len() - keep).collect();
-        for (c, thin) in fold {
+        let n = self.pending.len() - keep;
+        if n == 0 {
+            return;
+        }
+        for i in 0..n {
+            let (c, thin) = self.pending[i];
             let at = c.clamp(from, to);
             if self.state {
                 if let Some(s) = self.since {
@@ -85,6 +89,7 @@ impl ThinClock {
             self.state = thin;
             self.since = Some(at);
         }
+        self.pending.drain(..n);
     }
 
     /// Thin time up to the end of `window`.

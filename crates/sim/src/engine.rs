@@ -405,6 +405,11 @@ impl Simulation {
         self.endpoints[endpoint.0].keep = keep;
     }
 
+    /// [`App::keep_history`] of one endpoint's app.
+    pub fn keep_app_history(&mut self, endpoint: EndpointId, keep: bool) {
+        self.endpoints[endpoint.0].app.keep_history(keep);
+    }
+
     /// [`App::drain_history`] of one endpoint's app.
     pub fn drain_app_history(&mut self, endpoint: EndpointId) -> crate::app::AppHistory {
         self.endpoints[endpoint.0].app.drain_history()
