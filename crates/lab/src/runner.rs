@@ -85,9 +85,9 @@ pub struct Detail {
     /// outcome then has digests instead of per-message analyses. Ignored
     /// (the full analysis is made) when the run needs per-message data
     /// after its end: a capture or records of this run, echo peers
-    /// (response times), throughput series, a `drop-data-packet` sweep
-    /// (transfer time of the message hit) or the drift-corrected one-way
-    /// delay. See [`streams`].
+    /// (response times), a `drop-data-packet` sweep (transfer time of the
+    /// message hit) or the drift-corrected one-way delay. Throughput series
+    /// stream too ([`thinstream_metrics::ThroughputStream`]). See [`streams`].
     pub stream: bool,
 }
 
