@@ -26,7 +26,7 @@ use thinstream_base::trace::{Record, Units};
 use thinstream_base::{Duration, Instant};
 
 use crate::error::{MetricsError, Side};
-use crate::flow::pro_rata;
+use crate::flow::{pro_rata, units_ok, InOrder};
 use crate::ranges::{RangeMap, UnitSet};
 
 /// The piece that first carried a unit: its bytes and its length in units.
@@ -45,8 +45,7 @@ pub struct ThroughputStream {
     bins: Vec<u64>,
     acked: UnitSet,
     first_tx: RangeMap<FirstPiece>,
-    last: Option<Instant>,
-    seen: usize,
+    order: InOrder,
 }
 
 impl ThroughputStream {
@@ -65,34 +64,16 @@ impl ThroughputStream {
             bins: vec![0; bins],
             acked: UnitSet::default(),
             first_tx: RangeMap::new(),
-            last: None,
-            seen: 0,
+            order: InOrder::default(),
         })
     }
 
     /// Reads the sender's records made since the last call, in time order.
     pub fn push(&mut self, sender: &[Record]) -> Result<(), MetricsError> {
         for rec in sender {
-            let index = self.seen;
-            self.seen += 1;
+            let index = self.order.next(Side::Sender, rec)?;
             let time = rec.time();
-            if self.last.is_some_and(|l| time < l) {
-                return Err(MetricsError::UnorderedRecords {
-                    side: Side::Sender,
-                    index,
-                });
-            }
-            self.last = Some(time);
-            let nonempty = |units: Units| {
-                if units.is_empty() {
-                    Err(MetricsError::EmptyUnits {
-                        side: Side::Sender,
-                        index,
-                    })
-                } else {
-                    Ok(units)
-                }
-            };
+            let nonempty = |units: Units| units_ok(units, Side::Sender, index);
             match rec {
                 Record::PacketSent { data, .. } => {
                     for piece in data {
