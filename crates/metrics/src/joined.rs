@@ -52,8 +52,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use smallvec::SmallVec;
-
 use thinstream_base::trace::{Record, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
@@ -353,7 +351,7 @@ impl FlowStream {
     }
 
     /// First units of the open messages overlapping `r`.
-    fn owners(&self, r: Units) -> SmallVec<[u64; 4]> {
+    fn owners(&self, r: Units) -> Vec<u64> {
         let first = self
             .open
             .range(..=r.start)

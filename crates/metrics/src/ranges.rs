@@ -8,7 +8,6 @@
 //! stored ranges it touches, and the number of stored ranges is bounded by
 //! twice the number of operations.
 
-use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use thinstream_base::trace::Units;
 
@@ -50,7 +49,7 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return 0;
         }
-        let covered: SmallVec<[Units; 4]> = self.overlapping(r).map(|(u, _)| u).collect();
+        let covered: Vec<Units> = self.overlapping(r).map(|(u, _)| u).collect();
         let mut cursor = r.start;
         let mut added = 0;
         for u in covered
@@ -78,7 +77,7 @@ impl<V: Copy> RangeMap<V> {
         }
         self.split_at(r.start);
         self.split_at(r.end);
-        let inside: SmallVec<[(u64, u64); 4]> = self
+        let inside: Vec<(u64, u64)> = self
             .map
             .range(r.start..r.end)
             .map(|(s, (e, _))| (*s, *e))
@@ -165,7 +164,7 @@ impl<V: Copy> RangeMap<V> {
         }
         self.split_at(r.start);
         self.split_at(r.end);
-        let inside: SmallVec<[u64; 4]> = self.map.range(r.start..r.end).map(|(s, _)| *s).collect();
+        let inside: Vec<u64> = self.map.range(r.start..r.end).map(|(s, _)| *s).collect();
         for s in inside {
             self.map.remove(&s);
         }
@@ -204,8 +203,8 @@ impl UnitSet {
     }
 
     /// The parts of `r` outside the set, and how many units of `r` are in it.
-    pub(crate) fn outside(&self, r: Units) -> (SmallVec<[Units; 2]>, u64) {
-        let mut out = SmallVec::new();
+    pub(crate) fn outside(&self, r: Units) -> (Vec<Units>, u64) {
+        let mut out = Vec::new();
         let mut cursor = r.start;
         let mut inside = 0;
         let first = self
