@@ -41,6 +41,21 @@ pub fn window(
     (from, generation_end)
 }
 
+/// [`window`] cut to whole intervals: a last, shorter interval would read
+/// as a drop in throughput.
+pub fn whole_window(
+    spec: &ThroughputSpec,
+    scenario: &Scenario,
+    generation_end: Instant,
+) -> (Instant, Instant) {
+    let (from, to) = window(spec, scenario, generation_end);
+    let whole = (to - from).as_nanos() / spec.interval.as_nanos().max(1);
+    (
+        from,
+        from + Duration::from_nanos(whole * spec.interval.as_nanos()),
+    )
+}
+
 /// Bytes acknowledged per interval (002 §5.2.5: "measured by analysing the
 /// acknowledgements (ACKs) on a sender side dump") of every flow given as
 /// (its `[[flows]]` entry, its analysis).
@@ -50,11 +65,7 @@ pub fn series(
     scenario: &Scenario,
     generation_end: Instant,
 ) -> Result<Vec<FlowSeries>, MetricsError> {
-    let (from, to) = window(spec, scenario, generation_end);
-    // Whole intervals only: a last, shorter interval would read as a drop
-    // in throughput.
-    let whole = (to - from).as_nanos() / spec.interval.as_nanos();
-    let to = from + Duration::from_nanos(whole * spec.interval.as_nanos());
+    let (from, to) = whole_window(spec, scenario, generation_end);
     flows
         .iter()
         .map(|(entry, a)| {

@@ -12,19 +12,21 @@ use thinstream_base::{Datagram, Duration, Instant};
 use thinstream_link::LinkConfig;
 use thinstream_metrics::{
     transfer_time_at_loss, AnalysisOptions, AppSend, FlowAnalysis, FlowDigest, FlowInput,
-    FlowStream, OwdCorrection,
+    FlowStream, OwdCorrection, ThroughputStream,
 };
 use thinstream_sim::topology::endpoint_addr;
 use thinstream_sim::{
-    Access, App, Dumbbell, Echo, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec, Side,
-    Simulation, Sink, StopReason, Topology,
+    Access, App, Dumbbell, Echo, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec,
+    RecordFilter, Side, Simulation, Sink, StopReason, Topology,
 };
 use thinstream_workload::Generator;
 
 use crate::error::LabError;
 use crate::plan::{Plan, RunSpec};
 use crate::record::RunRecord;
-use crate::scenario::{FlowEntry, PeerKind, SweepPoint, TopologySpec, TransportKind};
+use crate::scenario::{
+    FlowEntry, PeerKind, SweepPoint, ThroughputSpec, TopologySpec, TransportKind,
+};
 use crate::transport::TransportConfig;
 use crate::wall;
 
@@ -83,9 +85,9 @@ pub struct Detail {
     /// outcome then has digests instead of per-message analyses. Ignored
     /// (the full analysis is made) when the run needs per-message data
     /// after its end: a capture or records of this run, echo peers
-    /// (response times), throughput series, a `drop-data-packet` sweep
-    /// (transfer time of the message hit) or the drift-corrected one-way
-    /// delay. See [`streams`].
+    /// (response times), a `drop-data-packet` sweep (transfer time of the
+    /// message hit) or the drift-corrected one-way delay. Throughput series
+    /// stream too ([`thinstream_metrics::ThroughputStream`]). See [`streams`].
     pub stream: bool,
 }
 
@@ -127,7 +129,6 @@ pub fn streams(plan: &Plan) -> bool {
             .contains(&thinstream_metrics::LatencyKind::AckCumulative);
     !drop_sweep
         && !cumulative
-        && s.metrics.throughput.is_none()
         && !matches!(
             s.metrics.owd.0,
             OwdCorrection::MinObservedDriftCorrected { .. }
@@ -400,7 +401,19 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     };
     let streaming = detail.stream && !detail.pcap && !detail.records && streams(plan);
     let (result, streamed) = if streaming {
-        let (r, s) = run_streaming(sim, plan, &measured, options, spec.index)
+        // Throughput covers every traced flow (see the full analysis below).
+        let traced: Vec<(usize, usize)> = entry_of
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !scenario.flows[**e].workload.produces_flows())
+            .map(|(flow, e)| (*e, flow))
+            .collect();
+        let throughput = scenario
+            .metrics
+            .throughput
+            .as_ref()
+            .map(|t| (t, traced.as_slice(), generation_end));
+        let (r, s) = run_streaming(sim, plan, &measured, throughput, options, spec.index)
             .map_err(|e| run_err(format!("metrics: {e}")))?;
         (r, Some(s))
     } else {
@@ -471,7 +484,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             fault,
             dropped_units: None,
             mtt: None,
-            throughput: Vec::new(),
+            throughput: streamed.throughput,
             bottleneck: crate::fairness::bottleneck_stats(&result, plan.stop()),
             responses: Vec::new(),
             worst: streamed.worst,
@@ -625,19 +638,38 @@ struct Streamed {
     /// Messages each measured flow's source handed to its transport.
     sent: Vec<u64>,
     peak: StreamPeak,
+    /// `[metrics] throughput` series of every traced flow, in flow order.
+    throughput: Vec<crate::fairness::FlowSeries>,
 }
+
+/// `[metrics] throughput` of a streamed run: the spec, the traced flows as
+/// (`[[flows]]` entry, flow index), and the end of message generation.
+type ThroughputPlan<'a> = (&'a ThroughputSpec, &'a [(usize, usize)], Instant);
 
 /// Runs `sim` to the plan's stop, reading every endpoint's records every
 /// [`STREAM_PAUSE`] of virtual time: those of measured flows go into their
-/// [`FlowStream`]s, the others are dropped (nothing reads them without
-/// throughput series), as are the apps' per-message histories.
+/// [`FlowStream`]s, the senders' records of every traced flow go into a
+/// [`ThroughputStream`] when the scenario asks for throughput series, the
+/// others are dropped, as are the apps' per-message histories.
 fn run_streaming(
     mut sim: Simulation,
     plan: &Plan,
     measured: &[(usize, TransportKind)],
+    throughput: Option<ThroughputPlan<'_>>,
     options: AnalysisOptions,
     run: usize,
 ) -> Result<(thinstream_sim::RunResult, Streamed), thinstream_metrics::MetricsError> {
+    // (flow, entry, series) per traced flow when throughput is measured.
+    let mut series: Vec<(usize, usize, ThroughputStream)> = match throughput {
+        Some((spec, traced, generation_end)) => {
+            let (from, to) = crate::fairness::whole_window(spec, &plan.scenario, generation_end);
+            traced
+                .iter()
+                .map(|(e, flow)| Ok((*flow, *e, ThroughputStream::new(from, to, spec.interval)?)))
+                .collect::<Result<_, thinstream_metrics::MetricsError>>()?
+        }
+        None => Vec::new(),
+    };
     let kinds = crate::record::latency_kinds(&plan.scenario);
     let mut streams = measured
         .iter()
@@ -646,6 +678,25 @@ fn run_streaming(
                 .map(|s| s.with_sample_limit(STREAM_SAMPLE_LIMIT))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Keep only the records something reads: every record of measured
+    // flows, the senders' transmissions and acknowledgements of the other
+    // traced flows when throughput is measured, nothing of the rest.
+    // The same for the apps' per-message histories: only measured flows'.
+    for i in 0..sim.endpoint_count() {
+        sim.keep_records(thinstream_sim::EndpointId(i), RecordFilter::None);
+        sim.keep_app_history(thinstream_sim::EndpointId(i), false);
+    }
+    for (flow, _, _) in &series {
+        let a = sim.endpoint_id(FlowId(*flow), Side::A);
+        sim.keep_records(a, RecordFilter::Only(throughput_record));
+    }
+    for (flow, _) in measured {
+        for side in [Side::A, Side::B] {
+            let id = sim.endpoint_id(FlowId(*flow), side);
+            sim.keep_records(id, RecordFilter::All);
+            sim.keep_app_history(id, true);
+        }
+    }
     let mut sent = vec![0u64; measured.len()];
     let mut error = None;
     let mut peak = StreamPeak::default();
@@ -667,6 +718,11 @@ fn run_streaming(
             }));
             let (s, r) = (sim.take_records(a), sim.take_records(b));
             peak.records_per_pause = peak.records_per_pause.max(s.len() + r.len());
+            if let Some((_, _, t)) = series.iter_mut().find(|(f, _, _)| *f == *flow) {
+                if let Err(e) = t.push(&s) {
+                    error.get_or_insert(e);
+                }
+            }
             if let Err(e) = streams[k].push(s, r, upto) {
                 error.get_or_insert(e);
             }
@@ -674,6 +730,18 @@ fn run_streaming(
             peak.open_messages = peak.open_messages.max(f.open_messages());
             peak.stored_ranges = peak.stored_ranges.max(f.stored_ranges());
             peak.exact_samples = peak.exact_samples.max(f.exact_samples());
+        }
+        // Traced flows outside the latency tables: their senders' records
+        // for the throughput series only.
+        for (flow, _, t) in series.iter_mut() {
+            if measured.iter().any(|(f, _)| *f == *flow) {
+                continue;
+            }
+            let a = sim.endpoint_id(FlowId(*flow), Side::A);
+            read[a.0] = true;
+            if let Err(e) = t.push(&sim.take_records(a)) {
+                error.get_or_insert(e);
+            }
         }
         for (i, done) in read.iter().enumerate() {
             if !done {
@@ -708,8 +776,20 @@ fn run_streaming(
             worst,
             sent,
             peak,
+            throughput: series
+                .into_iter()
+                .map(|(_, entry, t)| crate::fairness::FlowSeries {
+                    entry,
+                    bytes: t.finish(),
+                })
+                .collect(),
         },
     ))
+}
+
+/// The records a [`ThroughputStream`] reads.
+fn throughput_record(r: &Record) -> bool {
+    matches!(r, Record::PacketSent { .. } | Record::Acked { .. })
 }
 
 /// The message schedule of flow `flow` (the `flow`-th flow of the run),

@@ -60,6 +60,19 @@ fn assert_streaming_exact(text: &str) {
                 );
             }
         }
+        if plan.scenario.metrics.throughput.is_some() {
+            let traced: u32 = plan.scenario.flows.iter().map(|f| f.expanded_count()).sum();
+            assert_eq!(
+                a.throughput.len(),
+                traced as usize,
+                "{name}: a series per traced flow"
+            );
+            assert!(
+                a.throughput.iter().all(|s| s.bytes.iter().sum::<u64>() > 0),
+                "{name}: every flow acknowledges bytes"
+            );
+            assert_eq!(a.throughput, b.throughput, "{name}: throughput series");
+        }
         assert_eq!(a.worst, b.worst, "{name}: slowest message path");
         assert_eq!(a, b, "{name}: run record");
     }
@@ -185,6 +198,57 @@ preset = "linux-modern"
 latency = "application"
 owd = "none"
 also = ["transport"]
+"#,
+    );
+}
+
+// Throughput series ([metrics] throughput): a thin stream and greedy TCP
+// and SCTP flows over a lossy dumbbell, the greedy flows outside the
+// latency tables; the series of every flow streamed equal the full
+// analysis's.
+#[test]
+fn streamed_throughput_series_equal_the_full_analysis() {
+    assert_streaming_exact(
+        r#"
+name = "stream-throughput"
+duration = "90s"
+drain = "5s"
+seed = 5
+repetitions = 1
+
+[topology]
+kind = "dumbbell"
+bottleneck_forward = "rate 4mbit limit 40 loss 1%"
+bottleneck_reverse = "rate 4mbit limit 40"
+access = [{ a = "delay 20ms" }]
+
+[[flows]]
+workload = { kind = "constant", iat = "100ms", bytes = 120 }
+
+[[flows]]
+transport = "tcp"
+preset = "newreno"
+measured = false
+count = 3
+workload = { kind = "bulk" }
+
+[[flows]]
+preset = "rfc"
+measured = false
+workload = { kind = "bulk" }
+
+[[variants]]
+name = "sctp"
+preset = "production"
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-modern"
+
+[metrics]
+latency = "application"
+throughput = { interval = "7s", from = "3s" }
 "#,
     );
 }

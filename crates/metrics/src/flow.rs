@@ -756,7 +756,30 @@ fn check_order(records: &[Record], side: Side) -> Result<(), MetricsError> {
     Ok(())
 }
 
-fn units_ok(units: Units, side: Side, index: usize) -> Result<Units, MetricsError> {
+/// Counts one side's records as they are read and checks that they come in
+/// time order (the incremental analyses read records chunk by chunk).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct InOrder {
+    last: Option<Instant>,
+    seen: usize,
+}
+
+impl InOrder {
+    /// The index of `rec` among `side`'s records, or an error if it is
+    /// earlier than the record before it.
+    pub(crate) fn next(&mut self, side: Side, rec: &Record) -> Result<usize, MetricsError> {
+        let index = self.seen;
+        self.seen += 1;
+        let time = rec.time();
+        if self.last.is_some_and(|l| time < l) {
+            return Err(MetricsError::UnorderedRecords { side, index });
+        }
+        self.last = Some(time);
+        Ok(index)
+    }
+}
+
+pub(crate) fn units_ok(units: Units, side: Side, index: usize) -> Result<Units, MetricsError> {
     if units.is_empty() {
         Err(MetricsError::EmptyUnits { side, index })
     } else {

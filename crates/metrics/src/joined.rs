@@ -62,7 +62,7 @@ use crate::flow::{
     RecoveryCounts, RtoClock,
 };
 use crate::hist::LatencyHistogram;
-use crate::ranges::RangeMap;
+use crate::ranges::{RangeMap, UnitSet};
 use crate::streaming::ThinClock;
 
 /// Final messages whose paths are kept to name the message the slowest one
@@ -107,67 +107,6 @@ struct Open {
     delivered_units: u64,
     copies: Vec<PathCopy>,
     arrivals: Vec<(Instant, Units)>,
-}
-
-/// Coalesced set of unit ranges (start → end).
-#[derive(Clone, Debug, Default)]
-struct UnitSet {
-    map: BTreeMap<u64, u64>,
-}
-
-impl UnitSet {
-    fn insert(&mut self, r: Units) {
-        let (mut s, mut e) = (r.start, r.end);
-        if let Some((&ps, &pe)) = self.map.range(..=s).next_back() {
-            if pe >= s {
-                s = ps;
-                e = e.max(pe);
-                self.map.remove(&ps);
-            }
-        }
-        while let Some((&ns, &ne)) = self.map.range(s..).next() {
-            if ns > e {
-                break;
-            }
-            e = e.max(ne);
-            self.map.remove(&ns);
-        }
-        self.map.insert(s, e);
-    }
-
-    /// The parts of `r` outside the set, and how many units of `r` are in it.
-    fn outside(&self, r: Units) -> (Vec<Units>, u64) {
-        let mut out = Vec::new();
-        let mut cursor = r.start;
-        let mut inside = 0;
-        let first = self
-            .map
-            .range(..=r.start)
-            .next_back()
-            .map_or(r.start, |(s, _)| *s);
-        for (&s, &e) in self.map.range(first..r.end) {
-            if e <= cursor {
-                continue;
-            }
-            if s > cursor {
-                out.push(Units::new(cursor, s.min(r.end)));
-            }
-            let hi = e.min(r.end);
-            inside += hi - s.max(cursor);
-            cursor = hi;
-            if cursor >= r.end {
-                break;
-            }
-        }
-        if cursor < r.end {
-            out.push(Units::new(cursor, r.end));
-        }
-        (out, inside)
-    }
-
-    fn ranges(&self) -> usize {
-        self.map.len()
-    }
 }
 
 /// Latency samples of one kind: (submission index, retransmissions, raw

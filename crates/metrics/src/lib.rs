@@ -62,6 +62,7 @@ mod ranges;
 mod stats;
 mod streaming;
 mod summary;
+mod throughput;
 mod transaction;
 
 pub use digest::{FlowDigest, LatencySample, LossCounts};
@@ -79,6 +80,7 @@ pub use stats::{
 };
 pub use streaming::{FinishedMessage, StreamingFlow, SPURIOUS_WINDOW};
 pub use summary::{markdown_table, LatencyMs, RetransmissionRow, Summary};
+pub use throughput::ThroughputStream;
 pub use transaction::{mtt_reduction, response_times, transfer_time_at_loss, ResponseSample};
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use thinstream_base::trace::{Record, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
 use crate::error::{MetricsError, Side};
-use crate::flow::{RecoveryCounts, RtoClock};
+use crate::flow::{units_ok, InOrder, RecoveryCounts, RtoClock};
 use crate::summary::{LatencyMs, RetransmissionRow, Summary};
 use crate::LatencyKind;
 
@@ -74,8 +74,12 @@ impl ThinClock {
         } else {
             self.pending.iter().filter(|(c, _)| *c > to).count()
         };
-        let fold: Vec<(Instant, bool)> = self.pending.drain(..self.pending.len() - keep).collect();
-        for (c, thin) in fold {
+        let n = self.pending.len() - keep;
+        if n == 0 {
+            return;
+        }
+        for i in 0..n {
+            let (c, thin) = self.pending[i];
             let at = c.clamp(from, to);
             if self.state {
                 if let Some(s) = self.since {
@@ -85,6 +89,7 @@ impl ThinClock {
             self.state = thin;
             self.since = Some(at);
         }
+        self.pending.drain(..n);
     }
 
     /// Thin time up to the end of `window`.
@@ -175,8 +180,7 @@ pub struct StreamingFlow {
     last_thin: Option<bool>,
     thin: ThinClock,
     window: Option<(Instant, Instant)>,
-    last_time: Option<Instant>,
-    records: u64,
+    order: InOrder,
 }
 
 impl Default for StreamingFlow {
@@ -214,33 +218,15 @@ impl StreamingFlow {
             last_thin: None,
             thin: ThinClock::default(),
             window: None,
-            last_time: None,
-            records: 0,
+            order: InOrder::default(),
         }
     }
 
     /// Reads one sender record (records must come in time order).
     pub fn push(&mut self, rec: &Record) -> Result<(), MetricsError> {
-        let index = self.records as usize;
-        self.records += 1;
+        let index = self.order.next(Side::Sender, rec)?;
         let time = rec.time();
-        if self.last_time.is_some_and(|t| time < t) {
-            return Err(MetricsError::UnorderedRecords {
-                side: Side::Sender,
-                index,
-            });
-        }
-        self.last_time = Some(time);
-        let ok = |u: Units| {
-            if u.is_empty() {
-                Err(MetricsError::EmptyUnits {
-                    side: Side::Sender,
-                    index,
-                })
-            } else {
-                Ok(u)
-            }
-        };
+        let ok = |u: Units| units_ok(u, Side::Sender, index);
         match rec {
             Record::Submitted {
                 message,

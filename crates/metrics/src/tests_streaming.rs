@@ -285,3 +285,98 @@ fn streaming_refuses_the_cumulative_ack_latency() {
         );
     }
 }
+
+/// Bytes acknowledged per interval, read chunk by chunk, equal the whole
+/// trace's series.
+fn compare_throughput(records: &[Record], chunk: usize, from: u64, to: u64, interval: u64) {
+    let whole = FlowAnalysis::build(
+        FlowInput {
+            sender: records,
+            receiver: None,
+            app_sends: None,
+            duplicate_reports: None,
+        },
+        AnalysisOptions {
+            owd: OwdCorrection::None,
+            summary_latency: LatencyKind::AckFromSend,
+        },
+    )
+    .unwrap();
+    let (from, to) = (Instant::from_nanos(from), Instant::from_nanos(to));
+    let interval = thinstream_base::Duration::from_nanos(interval);
+    let full = whole
+        .throughput(ThroughputSource::Acked, from, to, interval)
+        .unwrap();
+    let mut s = ThroughputStream::new(from, to, interval).unwrap();
+    let mut peak = 0;
+    for part in records.chunks(chunk) {
+        s.push(part).unwrap();
+        peak = peak.max(s.stored_ranges());
+    }
+    assert!(
+        full.iter().sum::<u64>() > 0,
+        "the window must see acknowledgements"
+    );
+    assert_eq!(s.finish(), full);
+    // Acknowledged units are forgotten but for the coalesced set.
+    assert!(peak < 200, "stored ranges stay bounded: {peak}");
+}
+
+#[test]
+fn streamed_throughput_matches_the_whole_trace_series() {
+    for (seed, loss, chunk) in [(1, 0.05, 7), (2, 0.3, 100), (3, 0.0, 1)] {
+        let records = synthetic(seed, 3000, loss);
+        // 3000 messages over 30 s: a window from 2 s to 27.5 s in 1-s and 7-ms bins.
+        compare_throughput(
+            &records,
+            chunk,
+            2_000_000_000,
+            27_500_000_000,
+            1_000_000_000,
+        );
+        compare_throughput(&records, chunk, 0, 31_000_000_000, 7_000_000);
+    }
+}
+
+// Pieces of several units (SCTP bundles, TCP segments), acknowledged in
+// parts, out of order, and again: bytes pro rata of the piece that first
+// carried each unit, counted once.
+#[test]
+fn streamed_throughput_splits_pieces_like_the_whole_trace() {
+    let at = Instant::from_nanos;
+    let sent = |t: u64, pieces: &[(u64, u64, u32)]| Record::PacketSent {
+        time: at(t),
+        wire_bytes: 0,
+        data: pieces
+            .iter()
+            .map(|(s, e, b)| SentData {
+                units: Units::new(*s, *e),
+                bytes: *b,
+                reason: TxReason::New,
+            })
+            .collect(),
+        control: 0,
+    };
+    let acked = |t: u64, s: u64, e: u64| Record::Acked {
+        time: at(t),
+        units: Units::new(s, e),
+    };
+    let records = vec![
+        sent(0, &[(0, 3, 100), (3, 10, 1000)]),
+        sent(1, &[(10, 13, 7)]),
+        acked(5, 1, 2),
+        acked(6, 4, 9),
+        // A retransmission of acknowledged and unacknowledged units: the
+        // first transmission counts.
+        sent(7, &[(0, 13, 5000)]),
+        acked(12, 0, 11),
+        acked(13, 0, 13),
+        acked(14, 0, 13),
+        sent(15, &[(13, 20, 700)]),
+        acked(25, 13, 20),
+    ];
+    for chunk in 1..=records.len() {
+        compare_throughput(&records, chunk, 0, 30, 4);
+        compare_throughput(&records, chunk, 6, 26, 3);
+    }
+}

@@ -157,7 +157,20 @@ struct Endpoint {
     /// Consecutive timer firings at one instant (livelock guard).
     same_instant_fires: (Instant, u32),
     records: Vec<Record>,
+    /// Which trace records are kept ([`Simulation::keep_records`]).
+    keep: RecordFilter,
     stats: EndpointStats,
+}
+
+/// Which of an endpoint's trace records the simulation keeps: all of them
+/// by default, none or those a predicate accepts for a driver that reads
+/// only some (see [`Simulation::keep_records`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub enum RecordFilter {
+    #[default]
+    All,
+    None,
+    Only(fn(&Record) -> bool),
 }
 
 struct SimLink {
@@ -277,6 +290,7 @@ impl Simulation {
                     app_timer_generation: 0,
                     same_instant_fires: (Instant::ZERO, 0),
                     records: Vec::new(),
+                    keep: RecordFilter::All,
                     stats: EndpointStats::default(),
                 });
             }
@@ -382,6 +396,18 @@ impl Simulation {
     /// run's length. The records taken are not in the final [`RunResult`].
     pub fn take_records(&mut self, endpoint: EndpointId) -> Vec<Record> {
         std::mem::take(&mut self.endpoints[endpoint.0].records)
+    }
+
+    /// Which of `endpoint`'s trace records to keep from now on (the
+    /// transport still makes every one; the others are dropped as they
+    /// come): a driver that reads only some keeps memory to what it reads.
+    pub fn keep_records(&mut self, endpoint: EndpointId, keep: RecordFilter) {
+        self.endpoints[endpoint.0].keep = keep;
+    }
+
+    /// [`App::keep_history`] of one endpoint's app.
+    pub fn keep_app_history(&mut self, endpoint: EndpointId, keep: bool) {
+        self.endpoints[endpoint.0].app.keep_history(keep);
     }
 
     /// [`App::drain_history`] of one endpoint's app.
@@ -583,7 +609,14 @@ impl Simulation {
                 ep.app.on_event(&mut ctx, event);
             }
             while let Some(r) = ep.transport.poll_trace() {
-                ep.records.push(r);
+                let keep = match ep.keep {
+                    RecordFilter::All => true,
+                    RecordFilter::None => false,
+                    RecordFilter::Only(f) => f(&r),
+                };
+                if keep {
+                    ep.records.push(r);
+                }
             }
             for d in tx.drain(..) {
                 self.emit(id, now, d);

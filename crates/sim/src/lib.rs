@@ -59,7 +59,7 @@ pub mod toy;
 
 pub use app::{App, AppCtx, AppHistory, AppReport, Echo, Idle, MessageSource, MessageSpec, Sink};
 pub use engine::{
-    CapturePoint, EndpointSetup, EndpointSpec, FlowSpec, Simulation, TransportFactory,
+    CapturePoint, EndpointSetup, EndpointSpec, FlowSpec, RecordFilter, Simulation, TransportFactory,
 };
 pub use result::{EndpointResult, EndpointStats, LinkResult, RunHeader, RunResult, StopReason};
 pub use topology::{Access, Dumbbell, Topology, TopologyError};
