@@ -334,7 +334,16 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report = rt.block_on(run(&args))?;
+    // The run is a task of its own, not the runtime's main future: a woken
+    // task is queued in the runtime's thread without the self-pipe write a
+    // woken main future costs, and it runs before the endpoint task's
+    // next turn (which is queued behind it), so an echo is timed before
+    // the SACK for it is sent.
+    let args = std::sync::Arc::new(args);
+    let task_args = args.clone();
+    let report = rt
+        .block_on(async move { tokio::spawn(async move { run(&task_args).await }).await })
+        .context("the send task failed")??;
     if !args.quiet {
         print_report(&report);
     }
@@ -742,12 +751,19 @@ async fn run_paced(
     let mut last_send = start;
     // The message being handed to the association (its send may wait).
     type Queued<'a> =
-        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), SendError>> + 'a>>;
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), SendError>> + Send + 'a>>;
     let mut queued: Option<Queued<'_>> = None;
     let mut queued_body: Vec<u8> = Vec::new();
     let mut queued_len = 0usize;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // The next message's timer, set as soon as the message before it is
+    // taken (see below).
+    let due_at = |m: Option<thinstream_workload::Message>| {
+        m.map_or(start, |m| start + m.at.since_epoch().to_std())
+    };
+    let due = tokio::time::sleep_until(due_at(upcoming).into());
+    tokio::pin!(due);
     let mut last_progress = start;
     let show = |tally: &Tally, sent: u64, a: &thinstream::Association| {
         let g = tally.ack_all();
@@ -766,7 +782,6 @@ async fn run_paced(
         if !sending && (!args.expect_echo || echoed + report.corrupted >= report.sent) {
             break;
         }
-        let due = upcoming.map_or(start, |m| start + m.at.since_epoch().to_std());
         let give_up = last_send + linger;
         tokio::select! {
             r = a.recv(), if args.expect_echo => match r {
@@ -795,9 +810,14 @@ async fn run_paced(
                 Err(e) => { closed_error = Some(e); break; }
             },
             e = a.closed(), if !args.expect_echo => { closed_error = Some(e); break; }
-            _ = tokio::time::sleep_until(due.into()), if more && queued.is_none() => {
+            _ = &mut due, if more && queued.is_none() => {
                 let m = upcoming.take().expect("sending");
                 upcoming = workload.next_message();
+                // Arm the next message's timer before handing this one
+                // over: a timer earlier than the runtime's next planned
+                // wake-up costs a wake-up of the runtime (a system call),
+                // which here precedes the send instead of delaying it.
+                due.as_mut().reset(due_at(upcoming).into());
                 let size = m.bytes as usize;
                 let body = if one_way {
                     if size < oneway::HEADER { padded += 1; }
