@@ -50,6 +50,12 @@ impl TxBatch {
             }
         }
     }
+    /// Append the datagrams of `other` from index `from` on.
+    pub(crate) fn append_from(&mut self, other: &TxBatch, from: usize) {
+        for &(dst, start, len) in other.items.iter().skip(from) {
+            self.push(dst, &other.bytes[start..start + len]);
+        }
+    }
     pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
@@ -233,6 +239,29 @@ impl UdpIo {
             i = j;
         }
         Ok(())
+    }
+
+    /// Send the datagrams of `batch` one by one without waiting, from
+    /// whichever task holds the state lock. Returns how many the socket
+    /// took (a datagram refused as the network would drop it counts as
+    /// taken); the rest are left to the endpoint task, which waits for
+    /// buffer space and reports socket errors.
+    pub(crate) fn send_now(&self, batch: &TxBatch) -> usize {
+        for (k, &(dst, start, len)) in batch.items.iter().enumerate() {
+            let transmit = Transmit {
+                destination: dst,
+                ecn: None,
+                contents: &batch.bytes[start..start + len],
+                segment_size: None,
+                src_ip: None,
+            };
+            match self.state.try_send((&self.socket).into(), &transmit) {
+                Ok(()) => {}
+                Err(e) if droppable(&e) => {}
+                Err(_) => return k,
+            }
+        }
+        batch.items.len()
     }
 
     /// Wait until a datagram can be read.
