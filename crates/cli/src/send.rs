@@ -641,6 +641,29 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// Run `send` and return when the library accepted the message: when
+/// `send` was called if it took the message at once (a send may put it on
+/// the wire before returning, and that time belongs to the round trip, as
+/// in the bare-UDP floor), else when room in the send buffer let it in.
+async fn accepted_at(
+    send: impl std::future::Future<Output = Result<(), SendError>>,
+) -> Result<std::time::Instant, SendError> {
+    let called = std::time::Instant::now();
+    let mut send = std::pin::pin!(send);
+    let mut waited = false;
+    std::future::poll_fn(|cx| {
+        let p = send.as_mut().poll(cx);
+        waited |= p.is_pending();
+        p
+    })
+    .await?;
+    Ok(if waited {
+        std::time::Instant::now()
+    } else {
+        called
+    })
+}
+
 /// The sender's running analysis: its trace read as it goes, latencies in
 /// histograms, optional per-message records.
 struct Tally {
@@ -750,8 +773,11 @@ async fn run_paced(
     let mut closed_error: Option<AssociationError> = None;
     let mut last_send = start;
     // The message being handed to the association (its send may wait).
-    type Queued<'a> =
-        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), SendError>> + Send + 'a>>;
+    // Its output is when the library accepted the message (the timer of
+    // its round trip starts then).
+    type Queued<'a> = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<std::time::Instant, SendError>> + Send + 'a>,
+    >;
     let mut queued: Option<Queued<'_>> = None;
     let mut queued_body: Vec<u8> = Vec::new();
     let mut queued_len = 0usize;
@@ -832,7 +858,7 @@ async fn run_paced(
                     max_retransmissions: args.max_rtx,
                 };
                 queued_len = body.len();
-                queued = Some(Box::pin(a.send(m.stream, body.clone(), options)));
+                queued = Some(Box::pin(accepted_at(a.send(m.stream, body.clone(), options))));
                 queued_body = if args.expect_echo { body } else { Vec::new() };
             }
             // Waits while the send buffer is full, reading echoes meanwhile:
@@ -841,12 +867,12 @@ async fn run_paced(
             r = async { queued.as_mut().expect("guarded").await }, if queued.is_some() => {
                 queued = None;
                 match r {
-                    Ok(()) => {
+                    Ok(accepted) => {
                         let now = std::time::Instant::now();
                         report.sent += 1;
                         report.bytes_sent += queued_len as u64;
                         if args.expect_echo {
-                            waiting.entry(std::mem::take(&mut queued_body)).or_default().push_back((next, now));
+                            waiting.entry(std::mem::take(&mut queued_body)).or_default().push_back((next, accepted));
                         }
                         next += 1;
                         last_send = now;
