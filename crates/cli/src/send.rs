@@ -70,7 +70,9 @@ pub(crate) struct Args {
     #[arg(long)]
     unordered: bool,
     /// Expect every message back (from `thinstream listen --echo` or any echo
-    /// server) and check its content; latency is then the round trip.
+    /// server) and check its content; latency is then the round trip, from
+    /// the library accepting the message (the call to send, or the end of a
+    /// wait for send-buffer space) to its echo's arrival.
     /// Without it, latency is one way: each message carries its id and its
     /// send time on CLOCK_MONOTONIC (shared by every process of the host, so
     /// sender and `thinstream listen` must run on the same host), the
