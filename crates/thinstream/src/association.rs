@@ -200,18 +200,8 @@ impl Association {
                 return Poll::Ready(Err(SendError::Closed(e.clone())));
             }
             let now = self.shared().clock.now();
-            // Nothing in flight or queued: the message can leave at once.
-            let idle = st
-                .ep
-                .association(id)
-                .is_some_and(|a| a.flight_size() == 0 && a.buffered_send_bytes() == 0);
             match st.ep.send_with(now, id, &params, data) {
-                Ok(_) => {
-                    if idle {
-                        st.transmit_inline(&self.shared().io, now);
-                    }
-                    Poll::Ready(Ok(()))
-                }
+                Ok(_) => Poll::Ready(Ok(())),
                 Err(CoreSendError::BufferFull) => {
                     if let Some(slot) = st.slots.get_mut(&id) {
                         slot.send_wakers.push(cx.waker().clone());

@@ -107,16 +107,12 @@ impl Endpoint {
                 tracing: config.association.transport.trace,
                 senders_waiting: Default::default(),
                 slots_dirty: false,
-                tx_pending: false,
-                tx_backlog: TxBatch::default(),
-                tx_inline: TxBatch::default(),
             }),
             wake: tokio::sync::Notify::new(),
             clock: config.clock.unwrap_or_default(),
             local,
-            io,
         });
-        rt.spawn(drive(shared.clone(), config.busy_poll));
+        rt.spawn(drive(shared.clone(), io, config.busy_poll));
         Ok(Endpoint {
             shared,
             config: Arc::new(config),
@@ -335,17 +331,20 @@ impl Drop for Incoming {
 const TX_PER_TURN: usize = 64;
 
 /// The endpoint task: the only place the socket is read or written.
-async fn drive(shared: Arc<Shared>, busy_poll: Option<std::time::Duration>) {
-    let why = match run(&shared, busy_poll).await {
+async fn drive(shared: Arc<Shared>, io: UdpIo, busy_poll: Option<std::time::Duration>) {
+    let why = match run(&shared, &io, busy_poll).await {
         Ok(()) => "the endpoint was dropped".to_string(),
         Err(e) => format!("socket error: {e}"),
     };
     shared.lock().fail_all(why);
 }
 
-async fn run(shared: &Arc<Shared>, busy_poll: Option<std::time::Duration>) -> std::io::Result<()> {
+async fn run(
+    shared: &Arc<Shared>,
+    io: &UdpIo,
+    busy_poll: Option<std::time::Duration>,
+) -> std::io::Result<()> {
     let clock = shared.clock;
-    let io = &shared.io;
     let mut batch = TxBatch::default();
     let mut rx = RxBuffers::new();
     let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
@@ -373,17 +372,12 @@ async fn run(shared: &Arc<Shared>, busy_poll: Option<std::time::Duration>) -> st
             let now = clock.now();
             st.drain_events(now);
             batch.clear();
-            if !st.tx_backlog.is_empty() {
-                batch.append_from(&st.tx_backlog, 0);
-                st.tx_backlog.clear();
-            }
             while batch.len() < TX_PER_TURN {
                 if !batch.push_with(|buf| st.ep.poll_transmit_into(now, buf)) {
                     break;
                 }
             }
-            let more = batch.len() >= TX_PER_TURN;
-            st.tx_pending = !batch.is_empty();
+            let more = batch.len() == TX_PER_TURN;
             // Nobody holds the endpoint or an association, and nothing is
             // left to finish.
             let stop = Arc::strong_count(shared) == 1
@@ -394,7 +388,6 @@ async fn run(shared: &Arc<Shared>, busy_poll: Option<std::time::Duration>) -> st
         let sent = !batch.is_empty();
         if sent {
             io.send(&batch).await?;
-            shared.lock().tx_pending = false;
         }
         if stop {
             return Ok(());

@@ -20,7 +20,6 @@ use tokio::sync::Notify;
 use crate::clock::Clock;
 use crate::error::AssociationError;
 use crate::stats::AssociationStats;
-use crate::udp::{TxBatch, UdpIo};
 use crate::{Event, Message};
 
 /// Most events kept for an application that never reads them.
@@ -32,10 +31,6 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     pub(crate) clock: Clock,
     pub(crate) local: std::net::SocketAddr,
-    /// The endpoint's socket: written by the endpoint task, and by a
-    /// `send` that finds its association idle (see
-    /// [`State::transmit_inline`]).
-    pub(crate) io: UdpIo,
 }
 
 impl Shared {
@@ -64,44 +59,6 @@ pub(crate) struct State {
     pub(crate) senders_waiting: BTreeSet<AssociationId>,
     /// A slot may have become forgettable (closed, last handle gone).
     pub(crate) slots_dirty: bool,
-    /// The endpoint task holds datagrams it took from the core and has not
-    /// yet handed to the socket: nobody else may send before them.
-    pub(crate) tx_pending: bool,
-    /// Datagrams taken from the core by [`State::transmit_inline`] that the
-    /// socket did not take; the endpoint task sends them first.
-    pub(crate) tx_backlog: TxBatch,
-    /// Buffer of [`State::transmit_inline`] (kept: no allocation per send).
-    pub(crate) tx_inline: TxBatch,
-}
-
-/// Most datagrams a `send` transmits itself; the endpoint task sends the
-/// rest.
-const INLINE_TX_MAX: usize = 4;
-
-impl State {
-    /// Send what the core has to send now, from the calling task (a
-    /// `send` on an idle association), instead of waking the endpoint
-    /// task and waiting for its turn: one task hand-off less on a thin
-    /// stream's round trip. Only while the endpoint task holds no
-    /// datagrams of its own, so the order on the wire is the core's.
-    pub(crate) fn transmit_inline(&mut self, io: &UdpIo, now: Instant) {
-        if self.tx_pending {
-            return;
-        }
-        let mut batch = std::mem::take(&mut self.tx_inline);
-        batch.clear();
-        // Behind datagrams an earlier call could not send.
-        if self.tx_backlog.is_empty() {
-            while batch.len() < INLINE_TX_MAX
-                && batch.push_with(|buf| self.ep.poll_transmit_into(now, buf))
-            {}
-            let sent = io.send_now(&batch);
-            if sent < batch.len() {
-                self.tx_backlog.append_from(&batch, sent);
-            }
-        }
-        self.tx_inline = batch;
-    }
 }
 
 /// Most trace records kept per association for an application that does

@@ -50,24 +50,6 @@ impl TxBatch {
             }
         }
     }
-    /// Datagram `k` on its own (no GSO).
-    fn single(&self, k: usize) -> Transmit<'_> {
-        let (dst, start, len) = self.items[k];
-        Transmit {
-            destination: dst,
-            ecn: None,
-            contents: &self.bytes[start..start + len],
-            segment_size: None,
-            src_ip: None,
-        }
-    }
-
-    /// Append the datagrams of `other` from index `from` on.
-    pub(crate) fn append_from(&mut self, other: &TxBatch, from: usize) {
-        for &(dst, start, len) in other.items.iter().skip(from) {
-            self.push(dst, &other.bytes[start..start + len]);
-        }
-    }
     pub(crate) fn len(&self) -> usize {
         self.items.len()
     }
@@ -228,8 +210,15 @@ impl UdpIo {
                 // the datagrams one by one and stop using GSO.
                 Err(e) if transmit.segment_size.is_some() && gso_refused(&e) => {
                     self.max_gso.store(1, Ordering::Relaxed);
-                    for k in i..j {
-                        match self.send_one(&batch.single(k)).await {
+                    for &(d, s, l) in &items[i..j] {
+                        let single = Transmit {
+                            destination: d,
+                            ecn: None,
+                            contents: &batch.bytes[s..s + l],
+                            segment_size: None,
+                            src_ip: None,
+                        };
+                        match self.send_one(&single).await {
                             Ok(()) => {}
                             Err(e) if droppable(&e) => {}
                             Err(e) => return Err(e),
@@ -244,22 +233,6 @@ impl UdpIo {
             i = j;
         }
         Ok(())
-    }
-
-    /// Send the datagrams of `batch` one by one without waiting, from
-    /// whichever task holds the state lock. Returns how many the socket
-    /// took (a datagram refused as the network would drop it counts as
-    /// taken); the rest are left to the endpoint task, which waits for
-    /// buffer space and reports socket errors.
-    pub(crate) fn send_now(&self, batch: &TxBatch) -> usize {
-        for k in 0..batch.len() {
-            match self.state.try_send((&self.socket).into(), &batch.single(k)) {
-                Ok(()) => {}
-                Err(e) if droppable(&e) => {}
-                Err(_) => return k,
-            }
-        }
-        batch.items.len()
     }
 
     /// Wait until a datagram can be read.
