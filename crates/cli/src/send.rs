@@ -70,7 +70,9 @@ pub(crate) struct Args {
     #[arg(long)]
     unordered: bool,
     /// Expect every message back (from `thinstream listen --echo` or any echo
-    /// server) and check its content; latency is then the round trip.
+    /// server) and check its content; latency is then the round trip, from
+    /// the library accepting the message (the call to send, or the end of a
+    /// wait for send-buffer space) to its echo's arrival.
     /// Without it, latency is one way: each message carries its id and its
     /// send time on CLOCK_MONOTONIC (shared by every process of the host, so
     /// sender and `thinstream listen` must run on the same host), the
@@ -334,7 +336,16 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report = rt.block_on(run(&args))?;
+    // The run is a task of its own, not the runtime's main future: a woken
+    // task is queued in the runtime's thread without the self-pipe write a
+    // woken main future costs, and it runs before the endpoint task's
+    // next turn (which is queued behind it), so an echo is timed before
+    // the SACK for it is sent.
+    let args = std::sync::Arc::new(args);
+    let task_args = args.clone();
+    let report = rt
+        .block_on(async move { tokio::spawn(async move { run(&task_args).await }).await })
+        .context("the send task failed")??;
     if !args.quiet {
         print_report(&report);
     }
@@ -632,6 +643,29 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// Run `send` and return when the library accepted the message: when
+/// `send` was called if it took the message at once (a send may put it on
+/// the wire before returning, and that time belongs to the round trip, as
+/// in the bare-UDP floor), else when room in the send buffer let it in.
+async fn accepted_at(
+    send: impl std::future::Future<Output = Result<(), SendError>>,
+) -> Result<std::time::Instant, SendError> {
+    let called = std::time::Instant::now();
+    let mut send = std::pin::pin!(send);
+    let mut waited = false;
+    std::future::poll_fn(|cx| {
+        let p = send.as_mut().poll(cx);
+        waited |= p.is_pending();
+        p
+    })
+    .await?;
+    Ok(if waited {
+        std::time::Instant::now()
+    } else {
+        called
+    })
+}
+
 /// The sender's running analysis: its trace read as it goes, latencies in
 /// histograms, optional per-message records.
 struct Tally {
@@ -741,13 +775,23 @@ async fn run_paced(
     let mut closed_error: Option<AssociationError> = None;
     let mut last_send = start;
     // The message being handed to the association (its send may wait).
-    type Queued<'a> =
-        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), SendError>> + 'a>>;
+    // Its output is when the library accepted the message (the timer of
+    // its round trip starts then).
+    type Queued<'a> = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<std::time::Instant, SendError>> + Send + 'a>,
+    >;
     let mut queued: Option<Queued<'_>> = None;
     let mut queued_body: Vec<u8> = Vec::new();
     let mut queued_len = 0usize;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // The next message's timer, set as soon as the message before it is
+    // taken (see below).
+    let due_at = |m: Option<thinstream_workload::Message>| {
+        m.map_or(start, |m| start + m.at.since_epoch().to_std())
+    };
+    let due = tokio::time::sleep_until(due_at(upcoming).into());
+    tokio::pin!(due);
     let mut last_progress = start;
     let show = |tally: &Tally, sent: u64, a: &thinstream::Association| {
         let g = tally.ack_all();
@@ -766,7 +810,6 @@ async fn run_paced(
         if !sending && (!args.expect_echo || echoed + report.corrupted >= report.sent) {
             break;
         }
-        let due = upcoming.map_or(start, |m| start + m.at.since_epoch().to_std());
         let give_up = last_send + linger;
         tokio::select! {
             r = a.recv(), if args.expect_echo => match r {
@@ -795,9 +838,14 @@ async fn run_paced(
                 Err(e) => { closed_error = Some(e); break; }
             },
             e = a.closed(), if !args.expect_echo => { closed_error = Some(e); break; }
-            _ = tokio::time::sleep_until(due.into()), if more && queued.is_none() => {
+            _ = &mut due, if more && queued.is_none() => {
                 let m = upcoming.take().expect("sending");
                 upcoming = workload.next_message();
+                // Arm the next message's timer before handing this one
+                // over: a timer earlier than the runtime's next planned
+                // wake-up costs a wake-up of the runtime (a system call),
+                // which here precedes the send instead of delaying it.
+                due.as_mut().reset(due_at(upcoming).into());
                 let size = m.bytes as usize;
                 let body = if one_way {
                     if size < oneway::HEADER { padded += 1; }
@@ -812,7 +860,7 @@ async fn run_paced(
                     max_retransmissions: args.max_rtx,
                 };
                 queued_len = body.len();
-                queued = Some(Box::pin(a.send(m.stream, body.clone(), options)));
+                queued = Some(Box::pin(accepted_at(a.send(m.stream, body.clone(), options))));
                 queued_body = if args.expect_echo { body } else { Vec::new() };
             }
             // Waits while the send buffer is full, reading echoes meanwhile:
@@ -821,12 +869,12 @@ async fn run_paced(
             r = async { queued.as_mut().expect("guarded").await }, if queued.is_some() => {
                 queued = None;
                 match r {
-                    Ok(()) => {
+                    Ok(accepted) => {
                         let now = std::time::Instant::now();
                         report.sent += 1;
                         report.bytes_sent += queued_len as u64;
                         if args.expect_echo {
-                            waiting.entry(std::mem::take(&mut queued_body)).or_default().push_back((next, now));
+                            waiting.entry(std::mem::take(&mut queued_body)).or_default().push_back((next, accepted));
                         }
                         next += 1;
                         last_send = now;

@@ -71,6 +71,9 @@ pub(crate) struct RxBuffers {
     /// Regions used per receive call (quinn-udp's batch size, at most
     /// `RX_SLOTS`).
     slots: usize,
+    /// Whether the last receive call filled every region (more may be
+    /// queued); `false` after a call that found the queue emptied.
+    pub(crate) filled: bool,
 }
 
 const RX_BUF: usize = 64 * 1024;
@@ -84,6 +87,7 @@ impl RxBuffers {
             bytes: vec![0u8; RX_SLOTS * RX_BUF],
             meta: [RecvMeta::default(); RX_SLOTS],
             slots: quinn_udp::BATCH_SIZE.clamp(1, RX_SLOTS),
+            filled: false,
         }
     }
 }
@@ -301,6 +305,7 @@ impl UdpIo {
         } else {
             recv()
         };
+        rx.filled = false;
         let n = match r {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
@@ -309,6 +314,7 @@ impl UdpIo {
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(0),
             Err(e) => return Err(e),
         };
+        rx.filled = n == slots;
         let mut count = 0;
         for (meta, buf) in rx.meta.iter().zip(slices.iter()).take(n) {
             let stride = meta.stride.max(1);
