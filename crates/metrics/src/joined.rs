@@ -321,6 +321,12 @@ impl FlowStream {
         self.open.len()
     }
 
+    /// Paths of final messages kept now to find the message a later one
+    /// waited for (at most [`RECENT_PATHS`]).
+    pub fn kept_paths(&self) -> usize {
+        self.recent.len()
+    }
+
     /// The most messages open at once so far.
     pub fn peak_open_messages(&self) -> usize {
         self.peak_open
