@@ -419,10 +419,9 @@ mod tests {
         assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
     }
 
-    #[test]
-    fn data_segment_with_sack_and_timestamps_is_32_bytes_of_header_plus_blocks() {
-        let (a, b) = addrs();
-        let seg = Segment {
+    /// A data segment with timestamps and two SACK blocks.
+    fn data_segment(payload: Vec<u8>) -> Segment {
+        Segment {
             src_port: 4000,
             dst_port: 80,
             seq: 7,
@@ -434,8 +433,14 @@ mod tests {
                 sack: vec![(100, 200), (300, 400)],
                 ..Options::default()
             },
-            payload: vec![1, 2, 3],
-        };
+            payload,
+        }
+    }
+
+    #[test]
+    fn data_segment_with_sack_and_timestamps_is_32_bytes_of_header_plus_blocks() {
+        let (a, b) = addrs();
+        let seg = data_segment(vec![1, 2, 3]);
         let bytes = seg.encode(a, b).unwrap();
         assert_eq!(bytes.len(), 20 + 12 + 4 + 16 + 3);
         assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
@@ -444,19 +449,7 @@ mod tests {
     #[test]
     fn payload_in_parts_and_owned_decoding_give_the_same_segment() {
         let (a, b) = addrs();
-        let mut seg = Segment {
-            src_port: 4000,
-            dst_port: 80,
-            seq: 7,
-            ack: 9,
-            flags: Flags(Flags::ACK | Flags::PSH),
-            window: 100,
-            options: Options {
-                timestamps: Some((5, 6)),
-                ..Options::default()
-            },
-            payload: (0..200u8).collect(),
-        };
+        let mut seg = data_segment((0..200u8).collect());
         let whole = seg.encode(a, b).unwrap();
         let payload = std::mem::take(&mut seg.payload);
         for cut in [0, 1, 77, 200] {
