@@ -112,6 +112,8 @@ pub struct StreamPeak {
     pub stored_ranges: usize,
     /// Exact latency samples (all kinds).
     pub exact_samples: usize,
+    /// Paths of final messages kept for the slowest message's blocker.
+    pub kept_paths: usize,
     /// Trace records read at one pause (both endpoints).
     pub records_per_pause: usize,
 }
@@ -730,6 +732,7 @@ fn run_streaming(
             peak.open_messages = peak.open_messages.max(f.open_messages());
             peak.stored_ranges = peak.stored_ranges.max(f.stored_ranges());
             peak.exact_samples = peak.exact_samples.max(f.exact_samples());
+            peak.kept_paths = peak.kept_paths.max(f.kept_paths());
         }
         // Traced flows outside the latency tables: their senders' records
         // for the throughput series only.

@@ -321,6 +321,9 @@ also = ["ack"]
             "{name}: {p6:?}"
         );
         assert!(p6.records_per_pause <= 2000, "{name}: {p6:?}");
+        // Only paths that can still be a blocker (0 or 1 here), not the
+        // 256 most recent final messages.
+        assert!(p6.kept_paths <= 8, "{name}: {p6:?}");
         assert!(
             p6.open_messages <= p1.open_messages.max(16)
                 && p6.stored_ranges <= p1.stored_ranges.max(64),

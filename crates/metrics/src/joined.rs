@@ -131,8 +131,10 @@ pub struct FlowStream {
     kinds: Vec<LatencyKind>,
     slowest_kind: Option<LatencyKind>,
     sample_limit: Option<usize>,
-    /// Open messages by their first unit.
-    open: BTreeMap<u64, Open>,
+    /// Open messages by their first unit (disjoint, so sorted by last
+    /// unit too); new ones come at the back, final ones mostly leave at
+    /// the front.
+    open: VecDeque<Open>,
     /// Application send times not yet matched to a `Submitted` record.
     app_sends: BTreeMap<u64, Instant>,
     submitted: u64,
@@ -174,7 +176,13 @@ pub struct FlowStream {
     seen: [u64; 2],
     held: [Vec<Record>; 2],
     slowest: Option<(u64, MessageTrail, Option<MessageTrail>)>,
-    recent: VecDeque<(u64, MessageTrail)>,
+    /// Paths of final messages that could still be the message a later one
+    /// waited for, each with its finalization number: among the last
+    /// [`RECENT_PATHS`] final ones, those that arrived after every message
+    /// that is open or yet to come could (see [`FlowStream::prune_recent`]).
+    recent: VecDeque<(u64, u64, MessageTrail)>,
+    /// Messages made final so far.
+    finalized: u64,
     peak_open: usize,
 }
 
@@ -204,7 +212,7 @@ impl FlowStream {
             kinds: kinds.to_vec(),
             slowest_kind: slowest,
             sample_limit: None,
-            open: BTreeMap::new(),
+            open: VecDeque::new(),
             app_sends: BTreeMap::new(),
             submitted: 0,
             done: UnitSet::default(),
@@ -244,6 +252,7 @@ impl FlowStream {
             held: [Vec::new(), Vec::new()],
             slowest: None,
             recent: VecDeque::new(),
+            finalized: 0,
             peak_open: 0,
         })
     }
@@ -312,6 +321,12 @@ impl FlowStream {
         self.open.len()
     }
 
+    /// Paths of final messages kept now to find the message a later one
+    /// waited for (at most [`RECENT_PATHS`]).
+    pub fn kept_paths(&self) -> usize {
+        self.recent.len()
+    }
+
     /// The most messages open at once so far.
     pub fn peak_open_messages(&self) -> usize {
         self.peak_open
@@ -358,18 +373,13 @@ impl FlowStream {
         }
     }
 
-    /// First units of the open messages overlapping `r`.
-    fn owners(&self, r: Units) -> Vec<u64> {
-        let first = self
+    /// Indices in `open` of the open messages overlapping `r`.
+    fn owners(&self, r: Units) -> std::ops::Range<usize> {
+        let from = self
             .open
-            .range(..=r.start)
-            .next_back()
-            .map_or(r.start, |(s, _)| *s);
-        self.open
-            .range(first..r.end)
-            .filter(|(_, m)| m.outcome.units.start < r.end && r.start < m.outcome.units.end)
-            .map(|(s, _)| *s)
-            .collect()
+            .partition_point(|m| m.outcome.units.end <= r.start);
+        let to = self.open.partition_point(|m| m.outcome.units.start < r.end);
+        from..to.max(from)
     }
 
     fn receiver_record(&mut self, rec: &Record) -> Result<(), MetricsError> {
@@ -392,10 +402,8 @@ impl FlowStream {
                     if self.arrived.fill_gaps(part, time) == 0 {
                         continue;
                     }
-                    for s in self.owners(part) {
-                        let Some(m) = self.open.get_mut(&s) else {
-                            continue;
-                        };
+                    for i in self.owners(part) {
+                        let m = &mut self.open[i];
                         m.arrived_units = covered(&self.arrived, m.outcome.units);
                         if m.arrived_units == m.outcome.units.len() {
                             m.outcome.arrived = self.arrived.max_if_covered(m.outcome.units);
@@ -403,10 +411,8 @@ impl FlowStream {
                     }
                 }
                 // Every arrival (duplicates too) belongs to the path.
-                for s in self.owners(units) {
-                    if let Some(m) = self.open.get_mut(&s) {
-                        m.arrivals.push((time, units));
-                    }
+                for i in self.owners(units) {
+                    self.open[i].arrivals.push((time, units));
                 }
                 self.finish_ready(units, time);
             }
@@ -416,10 +422,8 @@ impl FlowStream {
                     if self.delivered.fill_gaps(part, time) == 0 {
                         continue;
                     }
-                    for s in self.owners(part) {
-                        let Some(m) = self.open.get_mut(&s) else {
-                            continue;
-                        };
+                    for i in self.owners(part) {
+                        let m = &mut self.open[i];
                         m.delivered_units = covered(&self.delivered, m.outcome.units);
                         if m.delivered_units == m.outcome.units.len() {
                             m.outcome.delivered = self.delivered.max_if_covered(m.outcome.units);
@@ -464,8 +468,11 @@ impl FlowStream {
                 self.messages += 1;
                 let index = self.submitted;
                 self.submitted += 1;
+                let at = self
+                    .open
+                    .partition_point(|m| m.outcome.units.start < units.start);
                 self.open.insert(
-                    units.start,
+                    at,
                     Open {
                         index,
                         outcome: MessageOutcome {
@@ -522,10 +529,8 @@ impl FlowStream {
                     if self.acked.fill_gaps(part, time) == 0 {
                         continue;
                     }
-                    for s in self.owners(part) {
-                        let Some(m) = self.open.get_mut(&s) else {
-                            continue;
-                        };
+                    for i in self.owners(part) {
+                        let m = &mut self.open[i];
                         m.acked_units = covered(&self.acked, m.outcome.units);
                         if m.acked_units == m.outcome.units.len() {
                             m.outcome.acked = self.acked.max_if_covered(m.outcome.units);
@@ -539,10 +544,8 @@ impl FlowStream {
                 let units = self.units_ok(Side::Sender, *units)?;
                 for part in self.done.outside(units).0 {
                     self.abandoned.fill_gaps(part, time);
-                    for s in self.owners(part) {
-                        if let Some(m) = self.open.get_mut(&s) {
-                            m.outcome.abandoned = true;
-                        }
+                    for i in self.owners(part) {
+                        self.open[i].outcome.abandoned = true;
                     }
                 }
                 self.finish_ready(units, time);
@@ -599,20 +602,19 @@ impl FlowStream {
         // Units of final messages were sent before.
         let mut before: Option<u32> = (in_done > 0).then_some(1);
         let mut spurious = true;
-        for part in &parts {
-            new_units += self.first_tx.fill_gaps(*part, time);
-            self.last_tx.update(*part, time, |v| *v = time);
-            if let Some(b) = self.tx_count.update(*part, 0, |c| *c = c.saturating_add(1)) {
+        for part in parts {
+            new_units += self.first_tx.fill_gaps(part, time);
+            self.last_tx.update(part, time, |v| *v = time);
+            if let Some(b) = self.tx_count.update(part, 0, |c| *c = c.saturating_add(1)) {
                 before = Some(before.map_or(b, |x| x.max(b)));
             }
-            spurious &= self.arrived.max_if_covered(*part).is_some();
-            for s in self.owners(*part) {
-                let thin = self.thin_last;
-                if let Some(m) = self.open.get_mut(&s) {
-                    m.outcome.first_tx.get_or_insert(time);
-                    if m.copies.last().is_none_or(|c| c.0 != time || c.1 != units) {
-                        m.copies.push((time, units, reason, thin));
-                    }
+            spurious &= self.arrived.max_if_covered(part).is_some();
+            let thin = self.thin_last;
+            for i in self.owners(part) {
+                let m = &mut self.open[i];
+                m.outcome.first_tx.get_or_insert(time);
+                if m.copies.last().is_none_or(|c| c.0 != time || c.1 != units) {
+                    m.copies.push((time, units, reason, thin));
                 }
             }
         }
@@ -642,7 +644,7 @@ impl FlowStream {
     /// Calls `f` with the copies and arrivals of every message whose path
     /// is kept (open, recent, slowest).
     fn each_trail(&mut self, mut f: impl FnMut(&mut Vec<PathCopy>, &mut Vec<(Instant, Units)>)) {
-        for m in self.open.values_mut() {
+        for m in self.open.iter_mut() {
             f(&mut m.copies, &mut m.arrivals);
         }
         self.each_final_trail(|t| f(&mut t.copies, &mut t.arrivals));
@@ -650,7 +652,7 @@ impl FlowStream {
 
     /// Calls `f` with every kept path of a final message (recent, slowest).
     fn each_final_trail(&mut self, mut f: impl FnMut(&mut MessageTrail)) {
-        for (_, t) in self.recent.iter_mut() {
+        for (_, _, t) in self.recent.iter_mut() {
             f(t);
         }
         if let Some((_, w, b)) = &mut self.slowest {
@@ -662,21 +664,31 @@ impl FlowStream {
     }
 
     /// Finalizes the open messages overlapping `units` that became final.
-    fn finish_ready(&mut self, units: Units, _now: Instant) {
-        for s in self.owners(units) {
-            let ready = self.open.get(&s).is_some_and(|m| {
-                let n = m.outcome.units.len();
-                m.arrived_units == n
-                    && (m.outcome.abandoned || (m.acked_units == n && m.delivered_units == n))
-            });
+    fn finish_ready(&mut self, units: Units, now: Instant) {
+        let std::ops::Range {
+            start: mut i,
+            end: mut to,
+        } = self.owners(units);
+        // In unit order; a finalized message leaves `open`, so the next one
+        // takes its index.
+        while i < to {
+            let m = &self.open[i];
+            let n = m.outcome.units.len();
+            let ready = m.arrived_units == n
+                && (m.outcome.abandoned || (m.acked_units == n && m.delivered_units == n));
             if ready {
-                self.finalize(s);
+                self.finalize(i, Some(now));
+                to -= 1;
+            } else {
+                i += 1;
             }
         }
     }
 
-    fn finalize(&mut self, start: u64) {
-        let Some(mut m) = self.open.remove(&start) else {
+    /// Makes the open message at index `i` final; `now` is the time of the
+    /// record that did (`None` at the end of the flow).
+    fn finalize(&mut self, i: usize, now: Option<Instant>) {
+        let Some(mut m) = self.open.remove(i) else {
             return;
         };
         let u = m.outcome.units;
@@ -704,11 +716,11 @@ impl FlowStream {
         }
         self.tx_count.remove(u);
         self.done.insert(u);
-        self.account(m);
+        self.account(m, now);
     }
 
     /// Counts a final message.
-    fn account(&mut self, m: Open) {
+    fn account(&mut self, m: Open, now: Option<Instant>) {
         let o = m.outcome;
         if o.abandoned {
             self.abandoned_messages += 1;
@@ -776,10 +788,34 @@ impl FlowStream {
                 self.slowest = Some((m.index, trail.clone(), blocked_by));
             }
         }
-        if self.recent.len() == RECENT_PATHS {
+        self.finalized += 1;
+        self.recent.push_back((self.finalized, m.index, trail));
+        self.prune_recent(now);
+    }
+
+    /// Forgets the kept paths that cannot be the message a later one waited
+    /// for: those of messages more than [`RECENT_PATHS`] final messages ago,
+    /// and, while records still come (`now`), those that did not arrive
+    /// after the earliest time a message open or yet to come can arrive (a
+    /// blocker arrived after the blocked message: see
+    /// [`FlowStream::blocker`]). An open message arrived at its
+    /// `outcome.arrived` or arrives at `now` or later; so does every
+    /// message submitted later.
+    fn prune_recent(&mut self, now: Option<Instant>) {
+        let oldest = self.finalized.saturating_sub(RECENT_PATHS as u64);
+        while self.recent.front().is_some_and(|(n, _, _)| *n <= oldest) {
             self.recent.pop_front();
         }
-        self.recent.push_back((m.index, trail));
+        let Some(now) = now else {
+            return;
+        };
+        let floor = self
+            .open
+            .iter()
+            .filter_map(|m| m.outcome.arrived)
+            .fold(now, Instant::min);
+        self.recent
+            .retain(|(_, _, t)| t.outcome.arrived.is_some_and(|x| x > floor));
     }
 
     /// The earlier message of the same stream that arrived last before
@@ -793,7 +829,7 @@ impl FlowStream {
         if d <= a || o.unordered {
             return None;
         }
-        let open = self.open.values().map(|m| {
+        let open = self.open.iter().map(|m| {
             (
                 m.index,
                 MessageTrail {
@@ -804,7 +840,7 @@ impl FlowStream {
                 },
             )
         });
-        let recent = self.recent.iter().cloned();
+        let recent = self.recent.iter().map(|(_, i, t)| (*i, t.clone()));
         let mut best: Option<(u64, MessageTrail)> = None;
         for (i, t) in recent.chain(open) {
             let m = &t.outcome;
@@ -839,10 +875,15 @@ impl FlowStream {
         let [s, r] = std::mem::take(&mut self.held);
         self.merge(s, r)?;
         // Open messages become final in submission order.
-        let mut rest: Vec<(u64, u64)> = self.open.iter().map(|(s, m)| (m.index, *s)).collect();
+        let mut rest: Vec<(u64, u64)> = self
+            .open
+            .iter()
+            .map(|m| (m.index, m.outcome.units.start))
+            .collect();
         rest.sort_unstable();
         for (_, start) in rest {
-            self.finalize(start);
+            let i = self.open.partition_point(|m| m.outcome.units.start < start);
+            self.finalize(i, None);
         }
         self.thin.fold(self.window, true);
         if let (Some((from, to)), true) = (self.window, self.thin_seen) {

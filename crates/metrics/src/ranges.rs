@@ -3,44 +3,56 @@
 //! Metrics need "when did each unit first arrive / get acked / get
 //! delivered" and "how often was each unit sent". For SCTP a unit is a chunk
 //! and a per-unit map would do, but for TCP a unit is a byte and a bulk flow
-//! has millions of them, so values are kept per maximal range as written:
-//! the cost of every operation is `O(log n + k)` with `k` the number of
-//! stored ranges it touches, and the number of stored ranges is bounded by
-//! twice the number of operations.
+//! has millions of them, so values are kept per maximal range as written,
+//! and the number of stored ranges is bounded by twice the number of
+//! operations.
+//!
+//! Storage is one sorted double-ended queue of ranges, found by binary
+//! search: a lookup costs `O(log n + k)` with `k` the stored ranges it
+//! touches, and an insertion or removal moves the entries between it and
+//! the nearer end of the queue. Units are written and forgotten almost in
+//! order (a stream's new data at the back, its final messages at the
+//! front), so that distance is small, and a thin stream's few ranges sit in
+//! one contiguous buffer instead of tree nodes.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use thinstream_base::trace::Units;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RangeMap<V> {
-    /// start → (end, value); ranges are disjoint and non-empty.
-    map: BTreeMap<u64, (u64, V)>,
+    /// (start, end, value) by start; ranges are disjoint and non-empty, so
+    /// their ends are sorted too.
+    map: VecDeque<(u64, u64, V)>,
 }
 
 impl<V: Copy> RangeMap<V> {
     pub(crate) fn new() -> Self {
         RangeMap {
-            map: BTreeMap::new(),
+            map: VecDeque::new(),
         }
+    }
+
+    /// Index of the first stored range ending after `unit`.
+    fn first_ending_after(&self, unit: u64) -> usize {
+        self.map.partition_point(|(_, e, _)| *e <= unit)
+    }
+
+    /// Index of the first stored range starting at or after `unit`.
+    fn first_starting_from(&self, unit: u64) -> usize {
+        self.map.partition_point(|(s, _, _)| *s < unit)
     }
 
     /// Every stored range overlapping `r`, clipped to `r`, in unit order.
     pub(crate) fn overlapping(&self, r: Units) -> impl Iterator<Item = (Units, V)> + '_ {
-        let before = self
-            .map
-            .range(..=r.start)
-            .next_back()
-            .filter(|(_, (end, _))| *end > r.start)
-            .map(|(s, v)| (*s, *v));
-        let after = self
-            .map
-            .range(r.start.saturating_add(1)..r.end.max(r.start.saturating_add(1)))
-            .map(|(s, v)| (*s, *v));
-        before
-            .into_iter()
-            .chain(after)
-            .filter(move |_| !r.is_empty())
-            .map(move |(s, (e, v))| (Units::new(s.max(r.start), e.min(r.end)), v))
+        let from = if r.is_empty() {
+            self.map.len()
+        } else {
+            self.first_ending_after(r.start)
+        };
+        self.map
+            .range(from..)
+            .take_while(move |(s, _, _)| *s < r.end)
+            .map(move |(s, e, v)| (Units::new((*s).max(r.start), (*e).min(r.end)), *v))
     }
 
     /// Stores `v` for the units of `r` that have no value yet ("first time"
@@ -49,18 +61,21 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return 0;
         }
-        let covered: Vec<Units> = self.overlapping(r).map(|(u, _)| u).collect();
+        let mut i = self.first_ending_after(r.start);
         let mut cursor = r.start;
         let mut added = 0;
-        for u in covered
-            .into_iter()
-            .chain(std::iter::once(Units::new(r.end, r.end)))
-        {
-            if u.start > cursor {
-                self.map.insert(cursor, (u.start, v));
-                added += u.start - cursor;
+        while let Some(&(s, e, _)) = self.map.get(i).filter(|(s, _, _)| *s < r.end) {
+            if s > cursor {
+                self.map.insert(i, (cursor, s, v));
+                added += s - cursor;
+                i += 1;
             }
-            cursor = cursor.max(u.end);
+            cursor = cursor.max(e.min(r.end));
+            i += 1;
+        }
+        if cursor < r.end {
+            self.map.insert(i, (cursor, r.end, v));
+            added += r.end - cursor;
         }
         added
     }
@@ -77,11 +92,6 @@ impl<V: Copy> RangeMap<V> {
         }
         self.split_at(r.start);
         self.split_at(r.end);
-        let inside: Vec<(u64, u64)> = self
-            .map
-            .range(r.start..r.end)
-            .map(|(s, (e, _))| (*s, *e))
-            .collect();
         let mut before_max: Option<V> = None;
         let mut note = |v: V| {
             before_max = Some(match before_max {
@@ -89,22 +99,27 @@ impl<V: Copy> RangeMap<V> {
                 _ => v,
             })
         };
+        let mut i = self.first_starting_from(r.start);
         let mut cursor = r.start;
-        for (s, e) in inside.into_iter().chain(std::iter::once((r.end, r.end))) {
+        while let Some(&(s, e, _)) = self.map.get(i).filter(|(s, _, _)| *s < r.end) {
             if s > cursor {
                 note(init);
                 let mut v = init;
                 f(&mut v);
-                self.map.insert(cursor, (s, v));
+                self.map.insert(i, (cursor, s, v));
+                i += 1;
             }
-            if e > s {
-                // The key was just listed from the map, so it is present.
-                if let Some((_, v)) = self.map.get_mut(&s) {
-                    note(*v);
-                    f(v);
-                }
-            }
-            cursor = cursor.max(e);
+            let v = &mut self.map[i].2;
+            note(*v);
+            f(v);
+            cursor = e;
+            i += 1;
+        }
+        if cursor < r.end {
+            note(init);
+            let mut v = init;
+            f(&mut v);
+            self.map.insert(i, (cursor, r.end, v));
         }
         before_max
     }
@@ -145,15 +160,14 @@ impl<V: Copy> RangeMap<V> {
     }
 
     fn split_at(&mut self, pos: u64) {
-        let hit = self
-            .map
-            .range(..pos)
-            .next_back()
-            .filter(|(_, (end, _))| *end > pos)
-            .map(|(s, (e, v))| (*s, *e, *v));
-        if let Some((s, e, v)) = hit {
-            self.map.insert(s, (pos, v));
-            self.map.insert(pos, (e, v));
+        let i = self.first_starting_from(pos);
+        if i == 0 {
+            return;
+        }
+        let (s, e, v) = self.map[i - 1];
+        if e > pos {
+            self.map[i - 1] = (s, pos, v);
+            self.map.insert(i, (pos, e, v));
         }
     }
 
@@ -164,10 +178,9 @@ impl<V: Copy> RangeMap<V> {
         }
         self.split_at(r.start);
         self.split_at(r.end);
-        let inside: Vec<u64> = self.map.range(r.start..r.end).map(|(s, _)| *s).collect();
-        for s in inside {
-            self.map.remove(&s);
-        }
+        let from = self.first_starting_from(r.start);
+        let to = self.first_starting_from(r.end);
+        self.map.drain(from..to);
     }
 
     /// Stored ranges.
@@ -176,43 +189,75 @@ impl<V: Copy> RangeMap<V> {
     }
 }
 
-/// Coalesced set of unit ranges (start → end).
+/// The parts of a unit range (see [`UnitSet::outside`]): the first one
+/// inline, since there is almost always one at most.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Parts {
+    first: Option<Units>,
+    rest: Vec<Units>,
+}
+
+impl Parts {
+    fn push(&mut self, u: Units) {
+        if self.first.is_none() {
+            self.first = Some(u);
+        } else {
+            self.rest.push(u);
+        }
+    }
+}
+
+impl IntoIterator for Parts {
+    type Item = Units;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Units>, std::vec::IntoIter<Units>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+/// Coalesced set of unit ranges (start, end), sorted.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct UnitSet {
-    map: BTreeMap<u64, u64>,
+    map: VecDeque<(u64, u64)>,
 }
 
 impl UnitSet {
     pub(crate) fn insert(&mut self, r: Units) {
         let (mut s, mut e) = (r.start, r.end);
-        if let Some((&ps, &pe)) = self.map.range(..=s).next_back() {
-            if pe >= s {
-                s = ps;
-                e = e.max(pe);
-                self.map.remove(&ps);
-            }
+        // The first range starting after `s`.
+        let next = self.map.partition_point(|(ps, _)| *ps <= s);
+        let mut from = next;
+        if next > 0 && self.map[next - 1].1 >= s {
+            from = next - 1;
+            s = self.map[from].0;
+            e = e.max(self.map[from].1);
         }
-        while let Some((&ns, &ne)) = self.map.range(s..).next() {
-            if ns > e {
-                break;
-            }
+        let mut to = next;
+        while let Some(&(_, ne)) = self.map.get(to).filter(|(ns, _)| *ns <= e) {
             e = e.max(ne);
-            self.map.remove(&ns);
+            to += 1;
         }
-        self.map.insert(s, e);
+        if from == to {
+            self.map.insert(from, (s, e));
+        } else {
+            self.map[from] = (s, e);
+            self.map.drain(from + 1..to);
+        }
     }
 
     /// The parts of `r` outside the set, and how many units of `r` are in it.
-    pub(crate) fn outside(&self, r: Units) -> (Vec<Units>, u64) {
-        let mut out = Vec::new();
+    pub(crate) fn outside(&self, r: Units) -> (Parts, u64) {
+        let mut out = Parts::default();
         let mut cursor = r.start;
         let mut inside = 0;
         let first = self
             .map
-            .range(..=r.start)
-            .next_back()
-            .map_or(r.start, |(s, _)| *s);
-        for (&s, &e) in self.map.range(first..r.end) {
+            .partition_point(|(s, _)| *s <= r.start)
+            .saturating_sub(1);
+        for &(s, e) in self.map.range(first..) {
+            if s >= r.end {
+                break;
+            }
             if e <= cursor {
                 continue;
             }
@@ -299,5 +344,95 @@ mod tests {
         assert_eq!(m.len(), 10_000);
         assert_eq!(m.get(1448 * 5000 + 7), Some(5000));
         assert_eq!(m.max_if_covered(Units::new(0, 1448 * 10_000)), Some(9_999));
+    }
+
+    /// Random operations against a per-unit model: every query agrees.
+    #[test]
+    fn random_operations_match_a_per_unit_model() {
+        const N: u64 = 48;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..200 {
+            let mut m: RangeMap<u32> = RangeMap::new();
+            let mut model: Vec<Option<u32>> = vec![None; N as usize];
+            let mut set = UnitSet::default();
+            let mut in_set = vec![false; N as usize];
+            for step in 0..60u32 {
+                let a = next(N);
+                let r = Units::new(a, (a + 1 + next(8)).min(N));
+                let cells = r.start as usize..r.end as usize;
+                match next(4) {
+                    0 => {
+                        let added = m.fill_gaps(r, step);
+                        let mut want = 0;
+                        for c in &mut model[cells.clone()] {
+                            if c.is_none() {
+                                *c = Some(step);
+                                want += 1;
+                            }
+                        }
+                        assert_eq!(added, want);
+                    }
+                    1 => {
+                        let got = m.update(r, 0, |v| *v += 1);
+                        let want = model[cells.clone()].iter().map(|c| c.unwrap_or(0)).max();
+                        for c in &mut model[cells.clone()] {
+                            *c = Some(c.unwrap_or(0) + 1);
+                        }
+                        assert_eq!(got, want);
+                    }
+                    2 => {
+                        m.remove(r);
+                        model[cells.clone()].iter_mut().for_each(|c| *c = None);
+                    }
+                    _ => {
+                        set.insert(r);
+                        in_set[cells.clone()].iter_mut().for_each(|c| *c = true);
+                    }
+                }
+                let q = Units::new(next(N), N);
+                let q = Units::new(q.start, (q.start + 1 + next(12)).min(N));
+                let qc = &model[q.start as usize..q.end as usize];
+                let covered = qc.iter().all(Option::is_some);
+                let max = qc.iter().flatten().max().copied();
+                assert_eq!(m.max_if_covered(q), max.filter(|_| covered));
+                assert_eq!(m.min_any(q), qc.iter().flatten().min().copied());
+                assert_eq!(m.get(q.start), qc[0]);
+                let (parts, inside) = set.outside(q);
+                let mut out = vec![false; N as usize];
+                for p in parts {
+                    assert!(!p.is_empty() && q.start <= p.start && p.end <= q.end);
+                    out[p.start as usize..p.end as usize]
+                        .iter_mut()
+                        .for_each(|c| *c = true);
+                }
+                for u in q.start..q.end {
+                    assert_eq!(out[u as usize], !in_set[u as usize]);
+                }
+                let want_inside = in_set[q.start as usize..q.end as usize]
+                    .iter()
+                    .filter(|c| **c)
+                    .count() as u64;
+                assert_eq!(inside, want_inside);
+                // Stored ranges stay disjoint, sorted and non-empty; the set
+                // stays coalesced.
+                assert!(m.map.iter().all(|(s, e, _)| s < e));
+                assert!(m
+                    .map
+                    .iter()
+                    .zip(m.map.iter().skip(1))
+                    .all(|(x, y)| x.1 <= y.0));
+                assert!(set
+                    .map
+                    .iter()
+                    .zip(set.map.iter().skip(1))
+                    .all(|(x, y)| x.1 < y.0));
+            }
+        }
     }
 }

@@ -325,13 +325,14 @@ impl TcpConnection {
         ((now.as_nanos() / 1_000_000) as u32).wrapping_add(1)
     }
 
-    /// Builds, records and queues one segment.
+    /// Builds, records and queues one segment; `payload` is the range of
+    /// the send queue it carries (`None`: no data).
     pub(crate) fn emit(
         &mut self,
         now: Instant,
         seq: u64,
         flags: u8,
-        payload: Vec<u8>,
+        payload: Option<(u64, u64)>,
         data: Vec<SentData>,
         syn_options: bool,
     ) {
@@ -389,9 +390,13 @@ impl TcpConnection {
             flags: Flags(flags),
             window: window as u16,
             options,
-            payload,
+            payload: Vec::new(),
         };
-        let bytes = match seg.encode(self.local, remote) {
+        let parts = match payload {
+            Some((start, end)) => self.sq.slices(start, end),
+            None => [&[][..], &[][..]],
+        };
+        let bytes = match seg.encode_with(&parts, self.local, remote) {
             Ok(b) => b,
             Err(e) => {
                 // Options are bounded by construction; report rather than panic.
@@ -427,7 +432,7 @@ impl TcpConnection {
 
     pub(crate) fn send_ack(&mut self, now: Instant) {
         let seq = self.snd_nxt();
-        self.emit(now, seq, Flags::ACK, Vec::new(), Vec::new(), false);
+        self.emit(now, seq, Flags::ACK, None, Vec::new(), false);
     }
 
     fn send_syn(&mut self, now: Instant) {
@@ -438,7 +443,7 @@ impl TcpConnection {
         } else {
             Flags::SYN | Flags::ACK
         };
-        self.emit(now, 0, flags, Vec::new(), Vec::new(), true);
+        self.emit(now, 0, flags, None, Vec::new(), true);
         self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
     }
 
@@ -570,7 +575,7 @@ impl TcpConnection {
             }
         }
         let wire = wire_bytes(dgram.payload.len()) as u32;
-        let seg = match Segment::decode(&dgram.payload, dgram.src, dgram.dst) {
+        let seg = match Segment::decode_owned(dgram.payload, dgram.src, dgram.dst) {
             Ok(s) => s,
             Err(e) => {
                 self.discard(now, e.name());

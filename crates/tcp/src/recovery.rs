@@ -667,7 +667,7 @@ impl TcpConnection {
         skb.xmit = now;
         self.tx_count += 1;
         skb.tx_order = self.tx_count;
-        let payload = self.sq.bytes(bundle_start, skb.end);
+        let payload = Some((bundle_start, skb.end));
         let mut flags = Flags::ACK;
         if skb.len() > 0 {
             flags |= Flags::PSH;
@@ -758,7 +758,7 @@ impl TcpConnection {
             });
             self.mark_resent(now, own_end, end);
         }
-        let payload = self.sq.bytes(start, end);
+        let payload = Some((start, end));
         let mut flags = Flags::ACK;
         if end > start {
             flags |= Flags::PSH;

@@ -242,12 +242,25 @@ impl SegmentError {
 impl Segment {
     /// Encodes the segment with a checksum over the pseudo-header of `src`/`dst`.
     pub fn encode(&self, src: SocketAddr, dst: SocketAddr) -> Result<Vec<u8>, SegmentError> {
+        self.encode_with(&[&self.payload], src, dst)
+    }
+
+    /// Encodes the segment's header with the concatenation of `payload` as
+    /// its payload (instead of `self.payload`): a sender writes its data
+    /// straight from its buffer into the datagram.
+    pub fn encode_with(
+        &self,
+        payload: &[&[u8]],
+        src: SocketAddr,
+        dst: SocketAddr,
+    ) -> Result<Vec<u8>, SegmentError> {
         let opt_len = self.options.encoded_len();
         if opt_len > MAX_OPTION_BYTES {
             return Err(SegmentError::OptionsTooLong { len: opt_len });
         }
         let header = TCP_HEADER_BYTES + opt_len;
-        let mut out = Vec::with_capacity(header + self.payload.len());
+        let payload_len: usize = payload.iter().map(|p| p.len()).sum();
+        let mut out = Vec::with_capacity(header + payload_len);
         out.extend_from_slice(&self.src_port.to_be_bytes());
         out.extend_from_slice(&self.dst_port.to_be_bytes());
         out.extend_from_slice(&self.seq.to_be_bytes());
@@ -258,7 +271,9 @@ impl Segment {
         out.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
         self.options.emit(&mut out);
         debug_assert_eq!(out.len(), header);
-        out.extend_from_slice(&self.payload);
+        for p in payload {
+            out.extend_from_slice(p);
+        }
         let sum = checksum(src.ip(), dst.ip(), &out);
         out[16..18].copy_from_slice(&sum.to_be_bytes());
         Ok(out)
@@ -266,6 +281,31 @@ impl Segment {
 
     /// Parses a segment; `src`/`dst` are the datagram's addresses (for the checksum).
     pub fn decode(bytes: &[u8], src: SocketAddr, dst: SocketAddr) -> Result<Segment, SegmentError> {
+        let (mut seg, offset) = Segment::decode_header(bytes, src, dst)?;
+        seg.payload = bytes[offset..].to_vec();
+        Ok(seg)
+    }
+
+    /// [`Segment::decode`] of a datagram's bytes that are not needed
+    /// afterwards: the payload keeps their buffer (no allocation, no copy
+    /// to a new one).
+    pub fn decode_owned(
+        mut bytes: Vec<u8>,
+        src: SocketAddr,
+        dst: SocketAddr,
+    ) -> Result<Segment, SegmentError> {
+        let (mut seg, offset) = Segment::decode_header(&bytes, src, dst)?;
+        bytes.drain(..offset);
+        seg.payload = bytes;
+        Ok(seg)
+    }
+
+    /// The segment with an empty payload, and where its payload starts.
+    fn decode_header(
+        bytes: &[u8],
+        src: SocketAddr,
+        dst: SocketAddr,
+    ) -> Result<(Segment, usize), SegmentError> {
         if bytes.len() < TCP_HEADER_BYTES {
             return Err(SegmentError::Truncated { len: bytes.len() });
         }
@@ -282,7 +322,7 @@ impl Segment {
         let be16 = |i: usize| u16::from_be_bytes([bytes[i], bytes[i + 1]]);
         let be32 =
             |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        Ok(Segment {
+        let seg = Segment {
             src_port: be16(0),
             dst_port: be16(2),
             seq: be32(4),
@@ -290,8 +330,9 @@ impl Segment {
             flags: Flags(bytes[13] & 0x3F),
             window: be16(14),
             options: Options::parse(&bytes[TCP_HEADER_BYTES..offset])?,
-            payload: bytes[offset..].to_vec(),
-        })
+            payload: Vec::new(),
+        };
+        Ok((seg, offset))
     }
 }
 
@@ -378,10 +419,9 @@ mod tests {
         assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
     }
 
-    #[test]
-    fn data_segment_with_sack_and_timestamps_is_32_bytes_of_header_plus_blocks() {
-        let (a, b) = addrs();
-        let seg = Segment {
+    /// A data segment with timestamps and two SACK blocks.
+    fn data_segment(payload: Vec<u8>) -> Segment {
+        Segment {
             src_port: 4000,
             dst_port: 80,
             seq: 7,
@@ -393,11 +433,37 @@ mod tests {
                 sack: vec![(100, 200), (300, 400)],
                 ..Options::default()
             },
-            payload: vec![1, 2, 3],
-        };
+            payload,
+        }
+    }
+
+    #[test]
+    fn data_segment_with_sack_and_timestamps_is_32_bytes_of_header_plus_blocks() {
+        let (a, b) = addrs();
+        let seg = data_segment(vec![1, 2, 3]);
         let bytes = seg.encode(a, b).unwrap();
         assert_eq!(bytes.len(), 20 + 12 + 4 + 16 + 3);
         assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
+    }
+
+    #[test]
+    fn payload_in_parts_and_owned_decoding_give_the_same_segment() {
+        let (a, b) = addrs();
+        let mut seg = data_segment((0..200u8).collect());
+        let whole = seg.encode(a, b).unwrap();
+        let payload = std::mem::take(&mut seg.payload);
+        for cut in [0, 1, 77, 200] {
+            let (x, y) = payload.split_at(cut);
+            assert_eq!(seg.encode_with(&[x, y], a, b).unwrap(), whole);
+        }
+        seg.payload = payload;
+        assert_eq!(Segment::decode_owned(whole.clone(), a, b).unwrap(), seg);
+        let mut bad = whole;
+        bad[30] ^= 1;
+        assert_eq!(
+            Segment::decode_owned(bad, a, b),
+            Err(SegmentError::BadChecksum)
+        );
     }
 
     #[test]

@@ -152,19 +152,28 @@ impl SendQueue {
     }
 
     /// Copies units `[start, end)` out of the buffer.
+    #[cfg(test)]
     pub(crate) fn bytes(&self, start: u64, end: u64) -> Vec<u8> {
+        self.slices(start, end).concat()
+    }
+
+    /// Units `[start, end)` of the buffer, in place: the parts of them in
+    /// the ring buffer's two halves (either may be empty).
+    pub(crate) fn slices(&self, start: u64, end: u64) -> [&[u8]; 2] {
         let lo = (start - self.buf_start) as usize;
         let hi = (end - self.buf_start) as usize;
-        // The ring buffer's two halves, copied as slices (not byte by byte).
         let (front, back) = self.buf.as_slices();
-        let mut out = Vec::with_capacity(hi - lo);
-        if lo < front.len() {
-            out.extend_from_slice(&front[lo..hi.min(front.len())]);
-        }
-        if hi > front.len() {
-            out.extend_from_slice(&back[lo.saturating_sub(front.len())..hi - front.len()]);
-        }
-        out
+        let a = if lo < front.len() {
+            &front[lo..hi.min(front.len())]
+        } else {
+            &[][..]
+        };
+        let b = if hi > front.len() {
+            &back[lo.saturating_sub(front.len())..hi - front.len()]
+        } else {
+            &[][..]
+        };
+        [a, b]
     }
 
     /// Bytes held in the send buffer (written, not cumulatively acknowledged).
