@@ -6,13 +6,16 @@
 //! in its own network namespace (`unshare -n <self> real-worker ...`), up
 //! to `--jobs` at once, each bounded in time (generation + drain + margin)
 //! and killed past it. A worker brings `lo` up and runs, in one process on
-//! 127.0.0.1, both endpoints of the flow (the variant's preset and
-//! overrides on both ends, the receiver profile on the receiving end, as
-//! the simulator does), the emulator between them with the scenario's
-//! forward and reverse links and the simulator's link seeds of that run,
-//! and the flow's workload drawn from the run's seed. Both endpoints share
-//! one clock, so their trace records join as the simulator's do: the run is
-//! analysed by the same `FlowAnalysis` and reduced to the same `RunRecord`,
+//! 127.0.0.1, every flow of the run as the simulator builds it: each its
+//! own association from its own client endpoint (the variant's preset and
+//! overrides, or the entry's own SCTP preset), one server endpoint for all
+//! (the receiver profile, as the simulator does; a sink or an echo peer),
+//! the emulator between them with the scenario's forward and reverse links
+//! shared by every flow and the simulator's link seeds of that run, and
+//! each flow's workload drawn from the run's seed. All endpoints share one
+//! clock, so their trace records join as the simulator's do: each flow is
+//! analysed by the same `FlowAnalysis` (echo flows' response times by the
+//! same `response_times`) and the run reduced to the same `RunRecord`,
 //! which the worker writes to a file. The parent pools the records exactly
 //! as a simulated run's and writes `results.json` with `mode = "real"` and
 //! a `real` section (per run: the emulator's statistics, the application's
@@ -726,13 +729,17 @@ async fn reader(association: Association, echo: bool, count: Arc<AtomicU64>) -> 
     got
 }
 
+/// What a sending application did: its messages' send times, and how late
+/// each of its wake-ups was (ns).
+type Sent = (Vec<AppSend>, Vec<u64>);
+
 /// The sending application of one flow: each message at its time, in
-/// real time. Returns the send times and how late each wake-up was.
+/// real time.
 async fn sender(
     association: Association,
     schedule: Vec<Due>,
     clock: Clock,
-) -> anyhow::Result<(Vec<AppSend>, Vec<u64>)> {
+) -> anyhow::Result<Sent> {
     let mut sends = Vec::with_capacity(schedule.len());
     let mut late_ns = Vec::with_capacity(schedule.len());
     for (i, m) in schedule.iter().enumerate() {
@@ -770,7 +777,7 @@ struct ClientSide {
     endpoint: Endpoint,
     association: Option<Association>,
     records: Vec<Record>,
-    sending: Option<tokio::task::JoinHandle<anyhow::Result<(Vec<AppSend>, Vec<u64>)>>>,
+    sending: Option<tokio::task::JoinHandle<anyhow::Result<Sent>>>,
     /// Echoes read (echo peers).
     echoes: Option<tokio::task::JoinHandle<Got>>,
     echoes_read: Arc<AtomicU64>,
