@@ -104,6 +104,9 @@ impl TcpConnection {
         let prior_packets = self.sq.rtx.len() as u64;
         let min_rtt = self.rtt.min_rtt();
 
+        if let Some(rack) = self.rack.as_mut() {
+            rack.start_ack();
+        }
         // SACK blocks (RFC 2018): mark whole segments, record first acknowledgement.
         let mut newly_sacked = 0u64;
         for &(l, r) in sack {
