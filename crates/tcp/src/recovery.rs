@@ -17,8 +17,12 @@
 //! - With RACK (RFC 8985), only RACK marks segments lost; RACK-triggered
 //!   retransmissions are traced as `FastRetransmit`.
 //! - Entering recovery sets `ssthresh = max(cwnd/2, 2 segments)` and
-//!   `cwnd = ssthresh` (RFC 6675 §5 step 4.2 rather than Linux's rate halving
-//!   or PRR); leaving it at `recovery_point` keeps `cwnd = ssthresh`.
+//!   `cwnd = ssthresh` (RFC 6675 §5 step 4.2 rather than Linux's rate
+//!   halving); leaving it at `recovery_point` keeps `cwnd = ssthresh`. With
+//!   `prr` (linux-modern) every ACK in recovery sets `cwnd = pipe + sndcnt`
+//!   instead (RFC 6937, Linux `tcp_cwnd_reduction`).
+//! - RACK's reordering flag compares what an ACK delivers with the highest
+//!   SACK before that ACK (Linux `prior_fack`).
 
 use crate::config::CwndUnit;
 use crate::conn::{CaState, State, TcpConnection, TimerKind};
