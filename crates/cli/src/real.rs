@@ -214,12 +214,7 @@ fn the_flows(plan: &Plan, spec: &RunSpec) -> Result<(Vec<RealFlow>, TransportCon
         let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
         for k in 0..entry.count {
             let flow = flows.len();
-            // The simulator's start spread (runner): flow k of count.
-            let spread = Duration::from_nanos(
-                (u128::from(entry.start_spread.as_nanos()) * u128::from(k)
-                    / u128::from(entry.count.max(1))) as u64,
-            );
-            let start = Instant::ZERO + entry.start + spread;
+            let start = thinstream_lab::flow_start(entry, k);
             let schedule = thinstream_lab::message_schedule(
                 spec,
                 entry,

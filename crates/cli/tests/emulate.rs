@@ -673,6 +673,22 @@ fn two_clients_through_one_emulator_each_get_their_own_data_back() {
     assert_eq!(u(&report["over_limit"]["packets"]), 0);
 }
 
+/// What `sink` receives (up to `n` datagrams of at most 16 bytes) until
+/// nothing arrives for 0.5 s.
+fn drain(sink: &UdpSocket, n: usize) -> Vec<Vec<u8>> {
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16];
+    while let Ok((len, _)) = sink.recv_from(&mut buf) {
+        got.push(buf[..len].to_vec());
+        if got.len() == n {
+            break;
+        }
+    }
+    got
+}
+
 /// Sends 40 datagrams, numbered in order, from `clients` sockets taken in
 /// turn (2 ms apart, so the emulator reads them in that order), through an
 /// emulator with `delay 5ms loss 30%`, seed 5; returns the numbers that
@@ -698,17 +714,13 @@ fn numbered_through(clients: usize, extra: &[&str], json: &str) -> (Vec<u8>, ser
             .unwrap();
         std::thread::sleep(Duration::from_millis(2));
     }
-    sink.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 16];
-    while let Ok((n, _)) = sink.recv_from(&mut buf) {
-        assert_eq!(n, 1);
-        got.push(buf[0]);
-        if got.len() == 40 {
-            break;
-        }
-    }
+    let mut got: Vec<u8> = drain(&sink, 40)
+        .into_iter()
+        .map(|d| {
+            assert_eq!(d.len(), 1);
+            d[0]
+        })
+        .collect();
     got.sort_unstable();
     (got, emu.interrupt())
 }
@@ -834,16 +846,7 @@ fn clients_over_the_limit_are_counted_and_dropped() {
         two.send_to(&[2, i], emu.addr).unwrap();
         std::thread::sleep(Duration::from_millis(2));
     }
-    sink.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 16];
-    while let Ok((n, _)) = sink.recv_from(&mut buf) {
-        got.push(buf[..n].to_vec());
-        if got.len() == 10 {
-            break;
-        }
-    }
+    let got = drain(&sink, 10);
     let report = emu.interrupt();
     assert_eq!(got.len(), 5, "only the first client is relayed: {got:?}");
     assert!(got.iter().all(|d| d[0] == 1));

@@ -14,20 +14,40 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const TINY: &str = r#"
-name = "real-tiny"
-description = "a thin stream through 5% loss each way, for the --real test"
+/// A two-host test scenario: its name, length, seed and link (each way),
+/// then `body` ([[flows]] and [[variants]]); application latency above the
+/// minimum one-way delay.
+fn two_host(name: &str, duration: &str, seed: u32, link: &str, body: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+description = "a test scenario for --real"
 source = "test"
-duration = "20s"
+duration = "{duration}"
 drain = "30s"
-seed = 7
+seed = {seed}
 repetitions = 1
 
 [topology]
 kind = "two-host"
-forward = "delay 20ms loss 5%"
-reverse = "delay 20ms loss 5%"
+forward = "{link}"
+reverse = "{link}"
+{body}
+[metrics]
+latency = "application"
+owd = "min-observed"
+"#
+    )
+}
 
+/// A thin stream through 5% loss each way, two variants.
+fn tiny() -> String {
+    two_host(
+        "real-tiny",
+        "20s",
+        7,
+        "delay 20ms loss 5%",
+        r#"
 [[flows]]
 transport = "sctp"
 workload = { kind = "constant", iat = "50ms", bytes = 100 }
@@ -42,30 +62,20 @@ overrides = { delayed_sack = false }
 name = "all-mods"
 preset = "thin"
 overrides = { delayed_sack = false }
-
-[metrics]
-latency = "application"
-owd = "min-observed"
-also = ["ack"]
-"#;
+"#,
+    ) + "also = [\"ack\"]\n"
+}
 
 /// Three flows between the two hosts: one thin stream, and a
 /// `[[flows]]` entry of two more starting 0.5 s apart, all through the
 /// same two links.
-const TWO_FLOWS: &str = r#"
-name = "real-two-flows"
-description = "three thin streams from two [[flows]] entries, for the --real test"
-source = "test"
-duration = "15s"
-drain = "30s"
-seed = 7
-repetitions = 1
-
-[topology]
-kind = "two-host"
-forward = "delay 20ms loss 5%"
-reverse = "delay 20ms loss 5%"
-
+fn two_flows() -> String {
+    two_host(
+        "real-two-flows",
+        "15s",
+        7,
+        "delay 20ms loss 5%",
+        r#"
 [[flows]]
 transport = "sctp"
 workload = { kind = "constant", iat = "50ms", bytes = 100 }
@@ -82,28 +92,19 @@ peer = "sink"
 name = "all-mods"
 preset = "thin"
 overrides = { delayed_sack = false }
-
-[metrics]
-latency = "application"
-owd = "min-observed"
-"#;
+"#,
+    )
+}
 
 /// Request/response over an echo peer, requests round robin over four
 /// streams (001-hol-echo's setting, shorter and lossier).
-const ECHO: &str = r#"
-name = "real-echo"
-description = "request/response over an echo peer, for the --real test"
-source = "test"
-duration = "15s"
-drain = "30s"
-seed = 11
-repetitions = 1
-
-[topology]
-kind = "two-host"
-forward = "delay 10ms loss 3%"
-reverse = "delay 10ms loss 3%"
-
+fn echo() -> String {
+    two_host(
+        "real-echo",
+        "15s",
+        11,
+        "delay 10ms loss 3%",
+        r#"
 [[flows]]
 workload = { kind = "echo", bytes = 100, mean-iat = "20ms", streams = 4 }
 peer = "echo"
@@ -112,11 +113,9 @@ peer = "echo"
 name = "sctp-4-streams"
 preset = "rfc"
 overrides = { delayed_sack = false }
-
-[metrics]
-latency = "application"
-owd = "min-observed"
-"#;
+"#,
+    )
+}
 
 /// Whether real runs can be made here; prints SKIPPED (or fails under
 /// THINSTREAM_REQUIRE_INTEROP=1) when not.
@@ -211,7 +210,7 @@ fn a_real_run_delivers_every_message_and_writes_the_simulators_results_shape() {
     if !real_runs_possible("a_real_run_...") {
         return;
     }
-    let (dir, real, sim) = real_and_sim("run-real", TINY);
+    let (dir, real, sim) = real_and_sim("run-real", &tiny());
     let (real_dir, sim_dir) = (dir.join("real"), dir.join("sim"));
     assert_eq!(sim["mode"], "simulated");
     assert!(sim["real"].is_null());
@@ -315,7 +314,7 @@ fn several_flows_between_the_two_hosts_run_real_and_match_the_simulator() {
     if !real_runs_possible("several_flows_...") {
         return;
     }
-    let (_dir, real, sim) = real_and_sim("run-real-flows", TWO_FLOWS);
+    let (_dir, real, sim) = real_and_sim("run-real-flows", &two_flows());
     delivered_everything(&real, &sim);
     // 15 s of one message every 50 ms, and two flows of one every 100 ms
     // starting 0 s and 0.5 s after it: the simulator's schedules, each
@@ -367,7 +366,7 @@ fn an_echo_peer_runs_real_and_its_response_times_match_the_simulator() {
     if !real_runs_possible("an_echo_peer_...") {
         return;
     }
-    let (_dir, real, sim) = real_and_sim("run-real-echo", ECHO);
+    let (_dir, real, sim) = real_and_sim("run-real-echo", &echo());
     delivered_everything(&real, &sim);
     let v = &real["variants"][0];
     let messages = v["messages"].as_u64().unwrap();
@@ -420,7 +419,7 @@ fn real_refuses_what_it_cannot_run() {
     let tcp_flow = dir.join("tcp-flow.toml");
     std::fs::write(
         &tcp_flow,
-        TWO_FLOWS.replace(
+        two_flows().replace(
             "transport = \"sctp\"\ncount = 2",
             "transport = \"tcp\"\npreset = \"linux-modern\"\ncount = 2",
         ),
@@ -430,7 +429,8 @@ fn real_refuses_what_it_cannot_run() {
     std::fs::write(
         &mixed,
         format!(
-            "{ECHO}\n[[flows]]\nworkload = {{ kind = \"constant\", iat = \"100ms\", bytes = 200 }}\npeer = \"sink\"\n"
+            "{}\n[[flows]]\nworkload = {{ kind = \"constant\", iat = \"100ms\", bytes = 200 }}\npeer = \"sink\"\n",
+            echo()
         ),
     )
     .unwrap();
