@@ -299,6 +299,17 @@ fn delivered_everything(real: &Value, sim: &Value) {
     }
 }
 
+/// `text` run for real and simulated (`None`: real runs cannot be made
+/// here), each delivering everything.
+fn delivered_real_and_sim(test: &str, text: &str) -> Option<(Value, Value)> {
+    if !real_runs_possible(test) {
+        return None;
+    }
+    let (_dir, real, sim) = real_and_sim(&format!("run-real-{}", &test[..8]), text);
+    delivered_everything(&real, &sim);
+    Some((real, sim))
+}
+
 /// The row of `v`'s `by_retransmissions` for `k` retransmissions.
 fn by_rtx(v: &Value, k: u64) -> &Value {
     v["by_retransmissions"]
@@ -311,11 +322,9 @@ fn by_rtx(v: &Value, k: u64) -> &Value {
 
 #[test]
 fn several_flows_between_the_two_hosts_run_real_and_match_the_simulator() {
-    if !real_runs_possible("several_flows_...") {
+    let Some((real, sim)) = delivered_real_and_sim("several_flows_...", &two_flows()) else {
         return;
-    }
-    let (_dir, real, sim) = real_and_sim("run-real-flows", &two_flows());
-    delivered_everything(&real, &sim);
+    };
     // 15 s of one message every 50 ms, and two flows of one every 100 ms
     // starting 0 s and 0.5 s after it: the simulator's schedules, each
     // message counted once.
@@ -363,11 +372,9 @@ fn several_flows_between_the_two_hosts_run_real_and_match_the_simulator() {
 
 #[test]
 fn an_echo_peer_runs_real_and_its_response_times_match_the_simulator() {
-    if !real_runs_possible("an_echo_peer_...") {
+    let Some((real, sim)) = delivered_real_and_sim("an_echo_peer_...", &echo()) else {
         return;
-    }
-    let (_dir, real, sim) = real_and_sim("run-real-echo", &echo());
-    delivered_everything(&real, &sim);
+    };
     let v = &real["variants"][0];
     let messages = v["messages"].as_u64().unwrap();
     // Every request answered, the echoes checked by the client.
