@@ -557,6 +557,11 @@ impl TcpConnection {
         self.reo_timer = timeout;
         if marked && matches!(self.ca, CaState::Open | CaState::Disorder) {
             self.enter_recovery(now);
+            if self.cfg.prr {
+                // Linux `tcp_rack_reo_timeout`: the reduction counts one
+                // delivered segment.
+                self.prr_reduce(self.unit_amount(), false, true);
+            }
         }
         self.transmit(now);
     }
