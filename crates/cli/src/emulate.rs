@@ -80,6 +80,11 @@ pub(crate) struct Args {
     /// and links. Datagrams from further clients are counted and dropped.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_clients: u32,
+    /// One forward and one reverse link for all clients (one path carrying
+    /// everyone's datagrams: its losses, queue and rate are shared), instead
+    /// of a pair per client.
+    #[arg(long, conflicts_with = "tun")]
+    shared_links: bool,
     /// Allow --listen/--to outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     allow_non_loopback: bool,
@@ -114,6 +119,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         count: args.count,
         max_clients: args.max_clients as usize,
         link_seeds: None,
+        shared_links: args.shared_links,
     };
     // One thread: the relay loop is one task and one core.
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -6,13 +6,16 @@
 //! in its own network namespace (`unshare -n <self> real-worker ...`), up
 //! to `--jobs` at once, each bounded in time (generation + drain + margin)
 //! and killed past it. A worker brings `lo` up and runs, in one process on
-//! 127.0.0.1, both endpoints of the flow (the variant's preset and
-//! overrides on both ends, the receiver profile on the receiving end, as
-//! the simulator does), the emulator between them with the scenario's
-//! forward and reverse links and the simulator's link seeds of that run,
-//! and the flow's workload drawn from the run's seed. Both endpoints share
-//! one clock, so their trace records join as the simulator's do: the run is
-//! analysed by the same `FlowAnalysis` and reduced to the same `RunRecord`,
+//! 127.0.0.1, every flow of the run as the simulator builds it: each its
+//! own association from its own client endpoint (the variant's preset and
+//! overrides, or the entry's own SCTP preset), one server endpoint for all
+//! (the receiver profile, as the simulator does; a sink or an echo peer),
+//! the emulator between them with the scenario's forward and reverse links
+//! shared by every flow and the simulator's link seeds of that run, and
+//! each flow's workload drawn from the run's seed. All endpoints share one
+//! clock, so their trace records join as the simulator's do: each flow is
+//! analysed by the same `FlowAnalysis` (echo flows' response times by the
+//! same `response_times`) and the run reduced to the same `RunRecord`,
 //! which the worker writes to a file. The parent pools the records exactly
 //! as a simulated run's and writes `results.json` with `mode = "real"` and
 //! a `real` section (per run: the emulator's statistics, the application's
@@ -23,7 +26,7 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
@@ -31,10 +34,10 @@ use clap::Args as ClapArgs;
 use serde::{Deserialize, Serialize};
 use thinstream::clock::Clock;
 use thinstream::emulate::{Emulator, EmulatorConfig};
-use thinstream::{AssociationConfig, Endpoint, EndpointConfig, PathMtu, SendOptions};
+use thinstream::{Association, AssociationConfig, Endpoint, EndpointConfig, PathMtu, SendOptions};
 use thinstream_base::trace::Record;
 use thinstream_base::{Duration, Instant};
-use thinstream_lab::scenario::{AppStartFrom, FlowEntry, PeerKind, TopologySpec};
+use thinstream_lab::scenario::{AppStartFrom, PeerKind, TopologySpec};
 use thinstream_lab::{
     Plan, PlanOptions, RealInfo, RealRun, Results, RunOutcome, RunRecord, RunSpec, Scenario,
     SweepParameter, TransportConfig, TransportKind,
@@ -42,6 +45,9 @@ use thinstream_lab::{
 use thinstream_link::HoldLimit;
 use thinstream_metrics::{AnalysisOptions, AppSend, FlowAnalysis, FlowInput};
 
+/// Most flows in one real run (each is two endpoints, an association and
+/// an emulator upstream socket in one process).
+const MAX_REAL_FLOWS: usize = 64;
 /// Longest generation + drain of one run without `--allow-long`.
 pub(crate) const MAX_REAL_WINDOW: Duration = Duration::from_secs(30 * 60);
 /// Most runs at once by default (each is mostly asleep: a thin stream
@@ -129,55 +135,139 @@ fn refusal(plan: &Plan, allow_long: bool) -> Option<String> {
     None
 }
 
-/// The one flow entry of a run, or why the run cannot go real.
-fn the_flow(plan: &Plan, spec: &RunSpec) -> Result<FlowEntry, String> {
+/// One flow of a real run, as the simulator builds it: its `[[flows]]`
+/// entry, its index among the run's flows, its sender's transport, its
+/// start and its messages.
+struct RealFlow {
+    /// The `[[flows]]` entry.
+    entry: usize,
+    /// The flow's index in the run (the simulator's numbering: it picks
+    /// the workload's seed).
+    flow: usize,
+    config: TransportConfig,
+    start: Instant,
+    schedule: Vec<Due>,
+    measured: bool,
+    echo: bool,
+}
+
+/// One message of a flow's schedule.
+#[derive(Clone, Copy)]
+struct Due {
+    at: Instant,
+    stream: u16,
+    bytes: u32,
+    unordered: bool,
+}
+
+/// A run's flows and the receiving end's transport (one for all of them:
+/// one server endpoint answers every association), or why the run cannot
+/// go real.
+fn the_flows(plan: &Plan, spec: &RunSpec) -> Result<(Vec<RealFlow>, TransportConfig), String> {
     let variant = &plan.variants[spec.variant];
+    let variant_config = variant
+        .config
+        .as_ref()
+        .map_err(|e| format!("variant {} is not available: {e}", variant.spec.name))?;
     let point = spec.point.map_or(&[][..], |p| plan.points[p].coords());
     let entries = plan.scenario.flows_at(&variant.spec, point);
-    let [entry] = entries.as_slice() else {
-        return Err(format!(
-            "--real runs one flow; {} has {} [[flows]] entries (cross traffic needs the simulator)",
-            plan.scenario.name,
-            entries.len()
-        ));
-    };
-    if entry.workload.produces_flows() || entry.count != 1 {
-        return Err(format!(
-            "--real runs one flow; {}'s [[flows]] entry makes {} flows",
-            plan.scenario.name,
-            if entry.workload.produces_flows() {
-                "many (HTTP clients)".to_string()
-            } else {
-                entry.count.to_string()
+    let generation_end = Instant::ZERO + plan.duration;
+    let mut flows: Vec<RealFlow> = Vec::new();
+    let mut receiver: Option<TransportConfig> = None;
+    for (e, entry) in entries.iter().enumerate() {
+        if entry.workload.produces_flows() {
+            return Err(format!(
+                "--real: {}'s flows[{e}] is an HTTP workload (many client connections of \
+                 cross traffic); it needs the simulator",
+                plan.scenario.name
+            ));
+        }
+        if entry.app_start_from == AppStartFrom::Established {
+            return Err(format!(
+                "--real: flows[{e}] has app-start-from = \"established\", which is not built \
+                 for --real (the workload starts at its scheduled times)"
+            ));
+        }
+        let config = plan.fixed[e]
+            .clone()
+            .unwrap_or_else(|| variant_config.clone());
+        if config.kind() != TransportKind::Sctp {
+            return Err(format!(
+                "--real: flows[{e}] of {} is TCP (its own preset); a real TCP flow would be \
+                 the kernel's TCP, not the simulator's model. Only SCTP flows run for real",
+                plan.scenario.name
+            ));
+        }
+        let rx = thinstream_lab::receiver_config(plan, spec, e, entry, &config);
+        match &receiver {
+            Some(r) if *r != rx => {
+                return Err(format!(
+                    "--real: the flows of {} need different receiving configurations \
+                     (receiver profiles or presets); one server endpoint answers every \
+                     association of a real run",
+                    plan.scenario.name
+                ))
             }
+            Some(_) => {}
+            None => receiver = Some(rx),
+        }
+        let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
+        for k in 0..entry.count {
+            let flow = flows.len();
+            let start = thinstream_lab::flow_start(entry, k);
+            let schedule = thinstream_lab::message_schedule(
+                spec,
+                entry,
+                e,
+                flow,
+                start,
+                generation_end,
+                force_unordered,
+            )?
+            .map(|m| Due {
+                at: m.at,
+                stream: m.stream,
+                bytes: m.bytes,
+                unordered: m.unordered,
+            })
+            .collect();
+            flows.push(RealFlow {
+                entry: e,
+                flow,
+                config: config.clone(),
+                start,
+                schedule,
+                measured: entry.is_measured(),
+                echo: entry.peer_kind() == PeerKind::Echo,
+            });
+        }
+    }
+    if !flows.iter().any(|f| f.measured) {
+        return Err(format!(
+            "--real: {} has no measured flow (every flow has `measured = false`)",
+            plan.scenario.name
         ));
     }
-    if entry.peer_kind() != PeerKind::Sink {
-        return Err(
-            "--real runs flows into a sink; echo peers (response times) are not built for --real"
-                .into(),
-        );
+    if flows.iter().any(|f| f.echo) && !flows.iter().all(|f| f.echo) {
+        return Err(format!(
+            "--real: {} mixes echo and sink peers; one server endpoint answers every \
+             association of a real run, so all its flows need the same peer",
+            plan.scenario.name
+        ));
     }
-    if entry.app_start_from == AppStartFrom::Established {
-        return Err(
-            "--real: app-start-from = \"established\" is not built for --real (the workload \
-             starts at its scheduled times)"
-                .into(),
-        );
+    if flows.len() > MAX_REAL_FLOWS {
+        return Err(format!(
+            "--real runs at most {MAX_REAL_FLOWS} flows per run; {} has {}",
+            plan.scenario.name,
+            flows.len()
+        ));
     }
-    if !entry.is_measured() {
-        return Err("--real: the flow is not measured (`measured = false`)".into());
-    }
-    if plan.fixed[0].is_some() {
-        return Err(
-            "--real: the flow has its own preset; --real runs the variants' transport".into(),
-        );
-    }
-    Ok(entry.clone())
+    let receiver = receiver.ok_or_else(|| format!("{} has no flows", plan.scenario.name))?;
+    Ok((flows, receiver))
 }
 
 fn run_refusal(plan: &Plan, spec: &RunSpec) -> Option<String> {
-    the_flow(plan, spec).err()
+    the_flows(plan, spec).err()
 }
 
 /// Whether this process can make network namespaces.
@@ -547,13 +637,10 @@ fn association(config: &TransportConfig) -> anyhow::Result<AssociationConfig> {
     Ok(a)
 }
 
-/// What the receiving application saw.
-#[derive(Default)]
-struct Received {
-    count: u64,
-    /// Problems: duplicates, order violations, damaged payloads.
-    problems: Vec<String>,
-}
+/// What a receiving application read, in order: (message index, stream,
+/// length, intact). A message too short to carry its index has index
+/// `None` (counted, not checked).
+type Got = Vec<(Option<u64>, u16, usize, bool)>;
 
 /// Bytes of the message index at the start of every payload (as many as
 /// fit in a shorter message).
@@ -570,33 +657,148 @@ fn payload(index: u64, len: usize) -> Vec<u8> {
     p
 }
 
-/// One run, in real time.
+/// The index and intactness of a received payload.
+fn read_payload(data: &[u8]) -> (Option<u64>, bool) {
+    if data.len() < INDEX_BYTES {
+        return (None, true);
+    }
+    let mut head = [0u8; INDEX_BYTES];
+    head.copy_from_slice(&data[..INDEX_BYTES]);
+    let i = u64::from_be_bytes(head);
+    (Some(i), data == &payload(i, data.len())[..])
+}
+
+/// Problems in what an application read against what was sent: each
+/// message once, intact, on its stream, and in order within its stream
+/// unless sent unordered. `what` names the messages (`message`, `echo`).
+fn check_delivery(got: &Got, schedule: &[Due], what: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen = vec![false; schedule.len()];
+    let mut last: std::collections::HashMap<u16, u64> = Default::default();
+    for &(index, stream, len, intact) in got {
+        let Some(i) = index else { continue };
+        let Some(k) = usize::try_from(i).ok().filter(|k| *k < seen.len()) else {
+            problems.push(format!("{what} with unknown index {i}"));
+            continue;
+        };
+        if seen[k] {
+            problems.push(format!("{what} {i} delivered twice"));
+        }
+        seen[k] = true;
+        let m = &schedule[k];
+        if !intact || len != m.bytes as usize || stream != m.stream {
+            problems.push(format!("{what} {i} arrived damaged or on the wrong stream"));
+        }
+        if !m.unordered {
+            if let Some(prev) = last.insert(stream, i) {
+                if prev > i {
+                    problems.push(format!(
+                        "{what} {i} delivered after {prev} on stream {stream}"
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Reads `association` until it closes, recording every message; with
+/// `echo`, sends each back on its stream with its ordering (the
+/// simulator's echo peer). `count` counts what was read.
+async fn reader(association: Association, echo: bool, count: Arc<AtomicU64>) -> Got {
+    let mut got = Got::new();
+    while let Ok(m) = association.recv().await {
+        let (index, intact) = read_payload(&m.data);
+        got.push((index, m.stream, m.data.len(), intact));
+        count.fetch_add(1, Ordering::Relaxed);
+        if echo {
+            let options = SendOptions {
+                unordered: m.unordered,
+                ..SendOptions::default()
+            };
+            if association.send(m.stream, &m.data, options).await.is_err() {
+                break;
+            }
+        }
+    }
+    got
+}
+
+/// What a sending application did: its messages' send times, and how late
+/// each of its wake-ups was (ns).
+type Sent = (Vec<AppSend>, Vec<u64>);
+
+/// The sending application of one flow: each message at its time, in
+/// real time.
+async fn sender(
+    association: Association,
+    schedule: Vec<Due>,
+    clock: Clock,
+) -> anyhow::Result<Sent> {
+    let mut sends = Vec::with_capacity(schedule.len());
+    let mut late_ns = Vec::with_capacity(schedule.len());
+    for (i, m) in schedule.iter().enumerate() {
+        let time = if clock.now() < m.at {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(m.at))).await;
+            // The application wakes a little late (timer granularity): the
+            // message is generated when it runs.
+            let now = clock.now();
+            late_ns.push(now.saturating_duration_since(m.at).as_nanos());
+            now
+        } else {
+            // Due while an earlier send waited (or before the association
+            // was up): generated at its time, and the wait is part of its
+            // latency, as in the simulator.
+            m.at
+        };
+        let options = SendOptions {
+            unordered: m.unordered,
+            ..SendOptions::default()
+        };
+        association
+            .send(m.stream, payload(i as u64, m.bytes as usize), options)
+            .await
+            .map_err(|e| anyhow!("message {i}: {e}"))?;
+        sends.push(AppSend {
+            message: i as u64,
+            time,
+        });
+    }
+    Ok((sends, late_ns))
+}
+
+/// The client side of one flow while the run goes.
+struct ClientSide {
+    endpoint: Endpoint,
+    association: Option<Association>,
+    records: Vec<Record>,
+    sending: Option<tokio::task::JoinHandle<anyhow::Result<Sent>>>,
+    /// Echoes read (echo peers).
+    echoes: Option<tokio::task::JoinHandle<Got>>,
+    echoes_read: Arc<AtomicU64>,
+}
+
+/// An association the server accepted.
+struct ServerSide {
+    remote: Option<SocketAddr>,
+    association: Association,
+    records: Vec<Record>,
+    reading: Option<tokio::task::JoinHandle<Got>>,
+}
+
+/// One run, in real time: every flow its own association from its own
+/// client endpoint, through one emulator whose links all flows share (the
+/// scenario's two links), to one server endpoint.
 async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
     let wall_start = thinstream_lab::wall::now();
     let variant = &plan.variants[spec.variant];
-    let entry = the_flow(plan, spec).map_err(|e| anyhow!(e))?;
-    let config = variant
-        .config
-        .as_ref()
-        .map_err(|e| anyhow!("variant {} is not available: {e}", variant.spec.name))?;
-    let receiver = thinstream_lab::receiver_config(plan, spec, 0, &entry, config);
+    let (flows, receiver) = the_flows(plan, spec).map_err(|e| anyhow!(e))?;
     let ((forward, forward_seed), (reverse, reverse_seed)) =
         thinstream_lab::two_host_links(plan, spec)
             .ok_or_else(|| anyhow!("--real runs two-host scenarios only"))?;
     let generation_end = Instant::ZERO + plan.duration;
-    let start = Instant::ZERO + entry.start;
-    let schedule: Vec<_> = thinstream_lab::message_schedule(
-        spec,
-        &entry,
-        0,
-        0,
-        start,
-        generation_end,
-        variant.spec.unordered,
-    )
-    .map_err(|e| anyhow!(e))?
-    .collect();
-    let n = schedule.len() as u64;
+    let n: u64 = flows.iter().map(|f| f.schedule.len() as u64).sum();
+    let echo_flows = flows.iter().filter(|f| f.echo).count();
     let stop_at = plan.stop();
 
     let clock = Clock::new();
@@ -618,236 +820,335 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
         allow_non_loopback: false,
         duration: None,
         count: None,
-        max_clients: 1,
+        max_clients: flows.len(),
         link_seeds: Some((forward_seed, reverse_seed)),
+        // The scenario's two links carry every flow, as in the simulator.
+        shared_links: true,
     })?;
     let relay = emulator.local_addr();
     let (stop_emulator, stopped) = tokio::sync::oneshot::channel::<()>();
     let emulator_task = tokio::task::spawn_local(emulator.run(async {
         let _ = stopped.await;
     }));
-    let mut client_config = EndpointConfig::client();
-    client_config
-        .clock(clock)
-        .testing_fixed_seed(fixed("real.endpoint.a"));
-    let client = Endpoint::bind(loopback, client_config)?;
 
+    // The server: accepts every association and reads (or echoes) it.
+    // Which flow an association is shows at the end, from the emulator's
+    // client table (its remote address is the flow's upstream socket).
+    let received = Arc::new(AtomicU64::new(0));
+    let accepted: Arc<Mutex<Vec<ServerSide>>> = Arc::default();
+    let echo = echo_flows > 0;
+    let accepting = tokio::spawn({
+        let (server, accepted, received) = (server.clone(), accepted.clone(), received.clone());
+        let expected = flows.len();
+        async move {
+            for _ in 0..expected {
+                let Some(incoming) = server.accept().await else {
+                    break;
+                };
+                let remote = incoming.remote_addr();
+                let Ok(association) = incoming.accept() else {
+                    continue;
+                };
+                let reading = tokio::spawn(reader(association.clone(), echo, received.clone()));
+                if let Ok(mut a) = accepted.lock() {
+                    a.push(ServerSide {
+                        remote,
+                        association,
+                        records: Vec::new(),
+                        reading: Some(reading),
+                    });
+                }
+            }
+        }
+    });
+
+    // The clients: each flow connects at its start, then sends.
     let deadline = tokio::time::Instant::from_std(clock.to_std(stop_at));
-    tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(start))).await;
-    let accept = tokio::spawn({
-        let server = server.clone();
-        async move {
-            let incoming = server.accept().await?;
-            incoming.accept().ok()
-        }
-    });
-    let a = tokio::time::timeout_at(deadline, client.connect(relay, association(config)?))
-        .await
-        .map_err(|_| anyhow!("the association did not come up before the run's end"))??;
-    let b = tokio::time::timeout_at(deadline, accept)
-        .await
-        .map_err(|_| anyhow!("the server did not accept before the run's end"))??
-        .ok_or_else(|| anyhow!("the server's association failed"))?;
-
-    // The receiving application: every message once, and in order within
-    // its stream unless sent unordered.
-    let receiving = tokio::spawn({
-        let b = b.clone();
-        let ordered: Vec<bool> = schedule.iter().map(|m| !m.unordered).collect();
-        let streams: Vec<u16> = schedule.iter().map(|m| m.stream).collect();
-        let sizes: Vec<u32> = schedule.iter().map(|m| m.bytes).collect();
-        async move {
-            let mut got = Received::default();
-            let mut seen = vec![false; ordered.len()];
-            let mut last: std::collections::HashMap<u16, u64> = Default::default();
-            while got.count < ordered.len() as u64 {
-                let Ok(m) = b.recv().await else { break };
-                got.count += 1;
-                let len = m.data.len();
-                if len < INDEX_BYTES {
-                    // Too short to carry its index: counted, not checked.
-                    continue;
-                }
-                let mut head = [0u8; INDEX_BYTES];
-                head.copy_from_slice(&m.data[..INDEX_BYTES]);
-                let i = u64::from_be_bytes(head);
-                let Some(k) = usize::try_from(i).ok().filter(|k| *k < seen.len()) else {
-                    got.problems
-                        .push(format!("a message with unknown index {i}"));
-                    continue;
-                };
-                if seen[k] {
-                    got.problems.push(format!("message {i} delivered twice"));
-                }
-                seen[k] = true;
-                if m.data[..] != payload(i, sizes[k] as usize)[..] || m.stream != streams[k] {
-                    got.problems.push(format!(
-                        "message {i} arrived damaged or on the wrong stream"
-                    ));
-                }
-                if ordered[k] {
-                    if let Some(prev) = last.insert(m.stream, i) {
-                        if prev > i {
-                            got.problems.push(format!(
-                                "message {i} delivered after {prev} on stream {}",
-                                m.stream
-                            ));
-                        }
-                    }
-                }
-            }
-            got
-        }
-    });
-
-    // The sending application.
-    let sending = tokio::spawn({
-        let a = a.clone();
-        async move {
-            let mut sends = Vec::with_capacity(schedule.len());
-            let mut late_ns = Vec::with_capacity(schedule.len());
-            for (i, m) in schedule.iter().enumerate() {
-                let time = if clock.now() < m.at {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(m.at)))
-                        .await;
-                    // The application wakes a little late (timer
-                    // granularity): the message is generated when it runs.
-                    let now = clock.now();
-                    late_ns.push(now.saturating_duration_since(m.at).as_nanos());
-                    now
-                } else {
-                    // Due while an earlier send waited (or before the
-                    // association was up): generated at its time, and the
-                    // wait is part of its latency, as in the simulator.
-                    m.at
-                };
-                let options = SendOptions {
-                    unordered: m.unordered,
-                    ..SendOptions::default()
-                };
-                if let Err(e) = a
-                    .send(m.stream, payload(i as u64, m.bytes as usize), options)
-                    .await
-                {
-                    return Err(anyhow!("message {i}: {e}"));
-                }
-                sends.push(AppSend {
-                    message: i as u64,
-                    time,
-                });
-            }
-            Ok((sends, late_ns))
-        }
-    });
+    let mut clients: Vec<ClientSide> = Vec::with_capacity(flows.len());
+    let mut connecting = Vec::with_capacity(flows.len());
+    for f in &flows {
+        let mut client_config = EndpointConfig::client();
+        // Flow 0 keeps the one-flow run's seed label.
+        let label = if f.flow == 0 {
+            "real.endpoint.a".to_string()
+        } else {
+            format!("real.endpoint.a{}", f.flow)
+        };
+        client_config.clock(clock).testing_fixed_seed(fixed(&label));
+        let endpoint = Endpoint::bind(loopback, client_config)?;
+        let config = association(&f.config)?;
+        let (ep, start, schedule) = (endpoint.clone(), f.start, f.schedule.clone());
+        connecting.push(tokio::spawn(async move {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(start))).await;
+            let a = tokio::time::timeout_at(deadline, ep.connect(relay, config))
+                .await
+                .map_err(|_| anyhow!("the association did not come up before the run's end"))??;
+            let sending = tokio::spawn(sender(a.clone(), schedule, clock));
+            anyhow::Ok((a, sending))
+        }));
+        clients.push(ClientSide {
+            endpoint,
+            association: None,
+            records: Vec::new(),
+            sending: None,
+            echoes: None,
+            echoes_read: Arc::new(AtomicU64::new(0)),
+        });
+    }
 
     // Collect the traces as the run goes (the library keeps a bounded
-    // number per association), until everything is delivered and
-    // acknowledged or the run's window is over.
-    let mut sender_records: Vec<Record> = Vec::new();
-    let mut receiver_records: Vec<Record> = Vec::new();
+    // number per association), until everything is delivered (and
+    // echoed) and acknowledged, or the run's window is over.
+    let mut faults: Vec<String> = Vec::new();
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
-    let sent = loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                sender_records.extend(a.take_trace());
-                receiver_records.extend(b.take_trace());
-                if tokio::time::Instant::now() >= deadline {
-                    break None;
-                }
-                if sending.is_finished() && receiving.is_finished() {
-                    let st = a.stats();
-                    if st.flight_bytes == 0 && st.buffered_send_bytes == 0 {
-                        break Some(());
+    let done = loop {
+        tick.tick().await;
+        for (k, c) in clients.iter_mut().enumerate() {
+            if c.association.is_none() && connecting[k].is_finished() {
+                match (&mut connecting[k]).await {
+                    Ok(Ok((a, sending))) => {
+                        if flows[k].echo {
+                            c.echoes = Some(tokio::spawn(reader(
+                                a.clone(),
+                                false,
+                                c.echoes_read.clone(),
+                            )));
+                        }
+                        c.association = Some(a);
+                        c.sending = Some(sending);
                     }
+                    Ok(Err(e)) => faults.push(format!("flow {}: {e:#}", flows[k].flow)),
+                    Err(e) => faults.push(format!("flow {}: {e}", flows[k].flow)),
                 }
             }
+            if let Some(a) = &c.association {
+                c.records.extend(a.take_trace());
+            }
+        }
+        if let Ok(mut acc) = accepted.lock() {
+            for s in acc.iter_mut() {
+                s.records.extend(s.association.take_trace());
+            }
+        }
+        if tokio::time::Instant::now() >= deadline || !faults.is_empty() {
+            break false;
+        }
+        let idle =
+            |st: thinstream::AssociationStats| st.flight_bytes == 0 && st.buffered_send_bytes == 0;
+        let clients_done = clients.iter().zip(&flows).all(|(c, f)| {
+            c.sending.as_ref().is_some_and(|s| s.is_finished())
+                && c.association.as_ref().is_some_and(|a| idle(a.stats()))
+                && (!f.echo || c.echoes_read.load(Ordering::Relaxed) >= f.schedule.len() as u64)
+        });
+        let servers_done = accepted.lock().is_ok_and(|acc| {
+            acc.len() == flows.len() && acc.iter().all(|s| idle(s.association.stats()))
+        });
+        if clients_done && servers_done && received.load(Ordering::Relaxed) >= n {
+            break true;
         }
     };
     let end = clock.now();
-    sender_records.extend(a.take_trace());
-    receiver_records.extend(b.take_trace());
-    let mut faults: Vec<String> = Vec::new();
-    if sent.is_none() {
+    if !done && faults.is_empty() {
         faults.push(format!(
-            "the run's window ({}) ended before every message was delivered and acknowledged",
-            plan.duration + plan.drain
+            "the run's window ({}) ended before every message was delivered{} and acknowledged",
+            plan.duration + plan.drain,
+            if echo { ", echoed" } else { "" }
         ));
     }
-    let (sends, late_ns) = if sending.is_finished() {
-        match sending.await? {
-            Ok(x) => x,
-            Err(e) => {
-                faults.push(format!("sending application: {e}"));
-                (Vec::new(), Vec::new())
-            }
+    accepting.abort();
+    let mut servers: Vec<ServerSide> = accepted
+        .lock()
+        .map(|mut a| std::mem::take(&mut *a))
+        .unwrap_or_default();
+    for c in &mut clients {
+        if let Some(a) = &c.association {
+            c.records.extend(a.take_trace());
+            a.abort("run over");
         }
-    } else {
-        sending.abort();
-        faults.push("the sending application had not finished".into());
-        (Vec::new(), Vec::new())
-    };
-    let got = if receiving.is_finished() {
-        receiving.await?
-    } else {
-        receiving.abort();
-        Received::default()
-    };
-    a.abort("run over");
-    b.abort("run over");
+    }
+    for s in &mut servers {
+        s.records.extend(s.association.take_trace());
+        s.association.abort("run over");
+    }
+    for c in &connecting {
+        c.abort();
+    }
     let _ = stop_emulator.send(());
     let report = emulator_task.await??;
-    client.close();
+    for c in &clients {
+        c.endpoint.close();
+    }
     server.close();
 
-    if got.count != n {
-        faults.push(format!(
-            "the receiving application got {} of {n} messages",
-            got.count
-        ));
+    // Which server association is which flow: its remote address is the
+    // upstream socket the emulator gave the flow's client endpoint.
+    let mut flow_of_server: Vec<Option<usize>> = vec![None; servers.len()];
+    for client in &report.clients {
+        let k = clients
+            .iter()
+            .position(|c| c.endpoint.local_addr() == client.addr);
+        let s = servers
+            .iter()
+            .position(|s| s.remote == Some(client.upstream));
+        if let (Some(k), Some(s)) = (k, s) {
+            flow_of_server[s] = Some(k);
+        }
     }
-    if let Some(p) = got.problems.first() {
-        faults.push(format!(
-            "{} delivery problem(s), the first: {p}",
-            got.problems.len()
-        ));
-    }
-    // The association numbers messages 0, 1, 2, ... in submission order;
-    // the application's indices must be the same numbers.
-    let submitted: Vec<u64> = sender_records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Submitted { message, .. } => Some(*message),
-            _ => None,
-        })
-        .collect();
-    if submitted.iter().enumerate().any(|(i, m)| *m != i as u64) {
-        faults.push("the association's message ids differ from the application's".into());
+    let mut server_of_flow: Vec<Option<usize>> = vec![None; flows.len()];
+    for (s, k) in flow_of_server.iter().enumerate() {
+        if let Some(k) = k {
+            server_of_flow[*k] = Some(s);
+        }
     }
 
+    // Per flow: the applications' checks, then the analysis.
+    let mut got_total = 0u64;
+    let mut echoes_total = 0u64;
+    let mut late_ns = Vec::new();
+    let mut analyses = Vec::new();
+    // Flows outside the latency tables, for the throughput series.
+    let mut unmeasured: Vec<FlowAnalysis> = Vec::new();
+    // Every flow in order: (entry, measured, index into its list).
+    let mut traced: Vec<(usize, bool, usize)> = Vec::new();
+    let mut responses = Vec::new();
+    let mut worst: Option<thinstream_lab::worst::WorstPath> = None;
     let kind = plan.scenario.metrics.latency;
-    let analysis = FlowAnalysis::build(
-        FlowInput {
-            sender: &sender_records,
-            receiver: Some(&receiver_records),
-            app_sends: Some(&sends),
-            duplicate_reports: None,
-        },
-        AnalysisOptions {
-            owd: plan.scenario.metrics.owd.0,
-            summary_latency: kind,
-        },
-    )
-    .map_err(|e| anyhow!("metrics of the flow: {e}"))?;
-    let worst = thinstream_lab::worst::slowest(
-        &analysis,
-        kind,
-        &sender_records,
-        &receiver_records,
-        spec.index,
-    );
+    let options = AnalysisOptions {
+        owd: plan.scenario.metrics.owd.0,
+        summary_latency: kind,
+    };
+    let empty: Vec<Record> = Vec::new();
+    for (k, f) in flows.iter().enumerate() {
+        let c = &mut clients[k];
+        let name = format!("flow {}", f.flow);
+        let sends = match c.sending.take() {
+            Some(s) if s.is_finished() => match s.await? {
+                Ok((sends, late)) => {
+                    late_ns.extend(late);
+                    sends
+                }
+                Err(e) => {
+                    faults.push(format!("{name}: sending application: {e}"));
+                    Vec::new()
+                }
+            },
+            Some(s) => {
+                s.abort();
+                faults.push(format!("{name}: the sending application had not finished"));
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        let s = server_of_flow[k];
+        let got = match s.and_then(|s| servers[s].reading.take()) {
+            Some(r) => r.await.unwrap_or_default(),
+            None => Got::new(),
+        };
+        got_total += got.len() as u64;
+        let expected = f.schedule.len();
+        if got.len() != expected {
+            faults.push(format!(
+                "{name}: the receiving application got {} of {expected} messages",
+                got.len()
+            ));
+        }
+        let problems = check_delivery(&got, &f.schedule, "message");
+        if let Some(p) = problems.first() {
+            faults.push(format!(
+                "{name}: {} delivery problem(s), the first: {p}",
+                problems.len()
+            ));
+        }
+        if let Some(r) = c.echoes.take() {
+            let echoes = r.await.unwrap_or_default();
+            echoes_total += echoes.len() as u64;
+            if echoes.len() != expected {
+                faults.push(format!(
+                    "{name}: the client got {} of {expected} echoes",
+                    echoes.len()
+                ));
+            }
+            let problems = check_delivery(&echoes, &f.schedule, "echo");
+            if let Some(p) = problems.first() {
+                faults.push(format!(
+                    "{name}: {} echo problem(s), the first: {p}",
+                    problems.len()
+                ));
+            }
+        }
+        // The association numbers messages 0, 1, 2, ... in submission
+        // order; the application's indices must be the same numbers.
+        let submitted = c.records.iter().filter_map(|r| match r {
+            Record::Submitted { message, .. } => Some(*message),
+            _ => None,
+        });
+        if submitted.enumerate().any(|(i, m)| m != i as u64) {
+            faults.push(format!(
+                "{name}: the association's message ids differ from the application's"
+            ));
+        }
+        let server_records = s.map_or(&empty, |s| &servers[s].records);
+        let analysis = FlowAnalysis::build(
+            FlowInput {
+                sender: &c.records,
+                receiver: Some(server_records),
+                app_sends: f.measured.then_some(&sends[..]),
+                duplicate_reports: None,
+            },
+            options,
+        )
+        .map_err(|e| anyhow!("metrics of {name}: {e}"))?;
+        if !f.measured {
+            traced.push((f.entry, false, unmeasured.len()));
+            unmeasured.push(analysis);
+            continue;
+        }
+        if f.echo {
+            // 001 §IV.A: request sent -> echo delivered to the client.
+            let reverse = FlowAnalysis::build(
+                FlowInput {
+                    sender: server_records,
+                    receiver: Some(&c.records),
+                    app_sends: None,
+                    duplicate_reports: None,
+                },
+                options,
+            )
+            .map_err(|e| anyhow!("metrics of {name} (echoes): {e}"))?;
+            responses.extend(
+                thinstream_metrics::response_times(&analysis, &reverse)
+                    .map_err(|e| anyhow!("response times of {name}: {e}"))?,
+            );
+        }
+        if let Some(w) =
+            thinstream_lab::worst::slowest(&analysis, kind, &c.records, server_records, spec.index)
+        {
+            if worst
+                .as_ref()
+                .is_none_or(|x| x.path.latency_ms < w.path.latency_ms)
+            {
+                worst = Some(w);
+            }
+        }
+        traced.push((f.entry, true, analyses.len()));
+        analyses.push(analysis);
+    }
     let throughput = match &plan.scenario.metrics.throughput {
         Some(t) => {
-            thinstream_lab::fairness::series(t, &[(0, &analysis)], &plan.scenario, generation_end)
+            let pairs: Vec<(usize, &FlowAnalysis)> = traced
+                .iter()
+                .map(|&(e, measured, i)| {
+                    (
+                        e,
+                        if measured {
+                            &analyses[i]
+                        } else {
+                            &unmeasured[i]
+                        },
+                    )
+                })
+                .collect();
+            thinstream_lab::fairness::series(t, &pairs, &plan.scenario, generation_end)
                 .map_err(|e| anyhow!("throughput: {e}"))?
         }
         None => Vec::new(),
@@ -855,7 +1156,7 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
     let wall_s = thinstream_lab::wall::seconds_since(wall_start);
     let outcome = RunOutcome {
         spec: *spec,
-        flows: vec![analysis],
+        flows: analyses,
         digests: None,
         stream_peak: None,
         events: 0,
@@ -866,7 +1167,7 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
         dropped_units: None,
         mtt: None,
         throughput,
-        responses: Vec::new(),
+        responses,
         bottleneck: None,
         worst,
         pcap: None,
@@ -874,7 +1175,6 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
     };
     let kinds = thinstream_lab::record::latency_kinds(&plan.scenario);
     let record = RunRecord::of(&outcome, &kinds);
-    let late_us = quantiles_us(late_ns);
     Ok(WorkerOutput {
         record,
         real: RealRun {
@@ -884,10 +1184,12 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
             point: spec.point.map(|p| plan.points[p].label()),
             started_s: 0.0,
             wall_s,
+            flows: flows.len(),
             messages: n,
-            received: got.count,
+            received: got_total,
+            echoes: echo.then_some(echoes_total),
             emulator: serde_json::to_value(&report)?,
-            app_wake_late_us: late_us,
+            app_wake_late_us: quantiles_us(late_ns),
         },
     })
 }

@@ -63,7 +63,8 @@ pub(crate) struct Args {
     /// (variant x point x repetition) in its own network namespace (root
     /// and `unshare` needed), both endpoints and the link emulator on its
     /// 127.0.0.1, up to --jobs runs at once (default: every run, at most
-    /// 16). Two-host scenarios with one SCTP flow into a sink only. Writes
+    /// 16). Two-host scenarios with SCTP flows (several: one association
+    /// each, all on the scenario's two links) into sinks or echo peers. Writes
     /// the same results.json with `mode = "real"` (default folder
     /// out/<scenario>-real; per-run records and logs in its runs/).
     #[arg(long)]

@@ -673,6 +673,163 @@ fn two_clients_through_one_emulator_each_get_their_own_data_back() {
     assert_eq!(u(&report["over_limit"]["packets"]), 0);
 }
 
+/// What `sink` receives (up to `n` datagrams of at most 16 bytes) until
+/// nothing arrives for 0.5 s.
+fn drain(sink: &UdpSocket, n: usize) -> Vec<Vec<u8>> {
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16];
+    while let Ok((len, _)) = sink.recv_from(&mut buf) {
+        got.push(buf[..len].to_vec());
+        if got.len() == n {
+            break;
+        }
+    }
+    got
+}
+
+/// Sends 40 datagrams, numbered in order, from `clients` sockets taken in
+/// turn (2 ms apart, so the emulator reads them in that order), through an
+/// emulator with `delay 5ms loss 30%`, seed 5; returns the numbers that
+/// arrived at the sink and the report.
+fn numbered_through(clients: usize, extra: &[&str], json: &str) -> (Vec<u8>, serde_json::Value) {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut args = vec![
+        "--forward",
+        "delay 5ms loss 30%",
+        "--seed",
+        "5",
+        "--duration",
+        "30s",
+    ];
+    args.extend_from_slice(extra);
+    let emu = Emu::start(sink.local_addr().unwrap(), &args, json);
+    let socks: Vec<UdpSocket> = (0..clients)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    for i in 0..40u8 {
+        socks[usize::from(i) % clients]
+            .send_to(&[i], emu.addr)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut got: Vec<u8> = drain(&sink, 40)
+        .into_iter()
+        .map(|d| {
+            assert_eq!(d.len(), 1);
+            d[0]
+        })
+        .collect();
+    got.sort_unstable();
+    (got, emu.interrupt())
+}
+
+#[test]
+fn shared_links_give_every_client_the_one_path_draws() {
+    let _serial = serial();
+    // One client, its own links: the n-th datagram meets the n-th draw.
+    let (one, _) = numbered_through(1, &[], "shared-one.json");
+    // Two clients on shared links: the same draws in arrival order, so
+    // the same datagram numbers arrive whichever client sent them.
+    let (shared, report) = numbered_through(2, &["--shared-links"], "shared-two.json");
+    assert!(
+        one.len() < 40 && !one.is_empty(),
+        "30% loss lost some: {one:?}"
+    );
+    assert_eq!(shared, one, "shared links draw as one link");
+    let clients = report["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 2, "{report}");
+    assert!(clients.iter().all(|c| c["links"] == 0), "{report}");
+    assert_eq!(u(&report["forward"]["received"]["packets"]), 40);
+    assert_eq!(
+        u(&report["forward"]["sent"]["packets"]),
+        shared.len() as u64
+    );
+}
+
+#[test]
+fn shared_links_send_each_clients_datagrams_from_its_own_socket() {
+    let _serial = serial();
+    // An echo server: each datagram back to where it came from.
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let addr = server.local_addr().unwrap();
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let t0 = Instant::now();
+        let mut seen = std::collections::BTreeSet::new();
+        while t0.elapsed() < Duration::from_secs(10) && seen.len() < 40 {
+            if let Ok((n, from)) = server.recv_from(&mut buf) {
+                server.send_to(&buf[..n], from).unwrap();
+                seen.insert((buf[0], from));
+            }
+        }
+        seen
+    });
+    let emu = Emu::start(
+        addr,
+        &[
+            "--forward",
+            "delay 5ms",
+            "--reverse",
+            "delay 5ms",
+            "--shared-links",
+            "--duration",
+            "30s",
+        ],
+        "shared-route.json",
+    );
+    let socks: Vec<UdpSocket> = (0..2)
+        .map(|_| {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            s
+        })
+        .collect();
+    for i in 0..20u8 {
+        for (c, s) in socks.iter().enumerate() {
+            s.send_to(&[c as u8, i], emu.addr).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for (c, s) in socks.iter().enumerate() {
+        let mut buf = [0u8; 16];
+        let mut got = 0;
+        while let Ok((n, _)) = s.recv_from(&mut buf) {
+            assert_eq!(n, 2);
+            assert_eq!(usize::from(buf[0]), c, "client {c} got another's datagram");
+            got += 1;
+            if got == 20 {
+                break;
+            }
+        }
+        assert_eq!(got, 20, "client {c}");
+    }
+    let seen = echo.join().unwrap();
+    let report = emu.interrupt();
+    // Each client's datagrams reached the server from one upstream socket
+    // of its own.
+    let from = |c: u8| -> std::collections::BTreeSet<SocketAddr> {
+        seen.iter()
+            .filter(|(x, _)| *x == c)
+            .map(|(_, a)| *a)
+            .collect()
+    };
+    assert_eq!(from(0).len(), 1, "{seen:?}");
+    assert_eq!(from(1).len(), 1, "{seen:?}");
+    assert_ne!(from(0), from(1));
+    let clients = report["clients"].as_array().unwrap();
+    let upstreams: std::collections::BTreeSet<SocketAddr> = clients
+        .iter()
+        .map(|c| c["upstream"].as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(upstreams, from(0).union(&from(1)).copied().collect());
+}
+
 #[test]
 fn clients_over_the_limit_are_counted_and_dropped() {
     let _serial = serial();
@@ -689,16 +846,7 @@ fn clients_over_the_limit_are_counted_and_dropped() {
         two.send_to(&[2, i], emu.addr).unwrap();
         std::thread::sleep(Duration::from_millis(2));
     }
-    sink.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 16];
-    while let Ok((n, _)) = sink.recv_from(&mut buf) {
-        got.push(buf[..n].to_vec());
-        if got.len() == 10 {
-            break;
-        }
-    }
+    let got = drain(&sink, 10);
     let report = emu.interrupt();
     assert_eq!(got.len(), 5, "only the first client is relayed: {got:?}");
     assert!(got.iter().all(|d| d[0] == 1));

@@ -203,16 +203,28 @@ pub struct RealRun {
     /// Seconds from the start of the first run to this run's start.
     pub started_s: f64,
     pub wall_s: f64,
-    /// Messages generated, and delivered to the receiving application
-    /// (counted by the application, each checked once and in order).
+    /// Flows (associations) of the run.
+    #[serde(default = "one_flow")]
+    pub flows: usize,
+    /// Messages generated, and delivered to the receiving applications
+    /// (counted by the applications, each checked once and in order),
+    /// summed over the flows.
     pub messages: u64,
     pub received: u64,
+    /// Echoes read by the clients, summed over the flows (echo peers
+    /// only).
+    #[serde(default)]
+    pub echoes: Option<u64>,
     /// The emulator's report of this run (`thinstream emulate --json`'s
     /// shape: per direction datagrams, drops by cause, release error).
     pub emulator: serde_json::Value,
     /// Application timer lateness: how late the sending application woke
     /// for its messages (µs: p50, p99, max; `null` if it never slept).
     pub app_wake_late_us: Option<[f64; 3]>,
+}
+
+fn one_flow() -> usize {
+    1
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

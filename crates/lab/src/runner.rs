@@ -296,11 +296,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         let split = crate::echo::splits(kind, streams);
         for k in 0..entry.count {
             let i = flows.len();
-            let spread = Duration::from_nanos(
-                (u128::from(entry.start_spread.as_nanos()) * u128::from(k)
-                    / u128::from(entry.count.max(1))) as u64,
-            );
-            let start = Instant::ZERO + entry.start + spread;
+            let start = flow_start(entry, k);
             let force_unordered = variant.spec.unordered && plan.fixed[e].is_none();
             let schedule =
                 message_schedule(spec, entry, e, i, start, generation_end, force_unordered)
@@ -793,6 +789,16 @@ fn run_streaming(
 /// The records a [`ThroughputStream`] reads.
 fn throughput_record(r: &Record) -> bool {
     matches!(r, Record::PacketSent { .. } | Record::Acked { .. })
+}
+
+/// When the `k`-th flow of a `[[flows]]` entry starts: the entry's start
+/// plus its share `k / count` of `start_spread`.
+pub fn flow_start(entry: &FlowEntry, k: u32) -> Instant {
+    let spread = Duration::from_nanos(
+        (u128::from(entry.start_spread.as_nanos()) * u128::from(k) / u128::from(entry.count.max(1)))
+            as u64,
+    );
+    Instant::ZERO + entry.start + spread
 }
 
 /// The message schedule of flow `flow` (the `flow`-th flow of the run),

@@ -90,6 +90,13 @@ pub struct TcpConfig {
     /// Linux `tcp_retrans_collapse`: a retransmission also carries the
     /// following outstanding, un-SACKed segments up to one MSS.
     pub retrans_collapse: bool,
+    /// Proportional Rate Reduction in recovery (RFC 6937, as Linux
+    /// `tcp_cwnd_reduction`): on each ACK in recovery `cwnd = pipe +
+    /// sndcnt`, where sndcnt paces the sending to what the ACKs deliver
+    /// (with Linux's conservative bound once pipe is below ssthresh).
+    /// Off: `cwnd = ssthresh` for the whole recovery (RFC 6675 §5).
+    #[serde(default)]
+    pub prr: bool,
     /// RACK-TLP loss detection; `None` uses DupThresh / RFC 6675 `IsLost`.
     pub rack: Option<RackConfig>,
     /// Receive buffer (the advertised window), bytes.
@@ -192,6 +199,7 @@ impl TcpConfig {
             quickack_initial: 0,
             ack_pushed_on_read: false,
             retrans_collapse: false,
+            prr: false,
             rack: None,
             rcv_buf: 256 * 1024,
             snd_buf: 256 * 1024,
@@ -226,7 +234,8 @@ impl TcpConfig {
 
     /// Current Linux loss recovery (`tcp_recovery=1`, `tcp_early_retrans=3`):
     /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
-    /// retransmission collapsing. Reno congestion control (CUBIC is not modelled).
+    /// retransmission collapsing, PRR in recovery (RFC 6937). Reno congestion
+    /// control (CUBIC is not modelled).
     /// The receiver acknowledges a small pushed segment when the application
     /// reads it (`ack_pushed_on_read`, Linux `tcp_cleanup_rbuf`): a capture of
     /// Linux 6.18 on the bench workload shows 88 % of the data segments
@@ -238,6 +247,7 @@ impl TcpConfig {
             initial_window: InitialWindow::Segments(10),
             initial_rto: Duration::from_secs(1),
             retrans_collapse: true,
+            prr: true,
             rack: Some(RackConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),

@@ -123,6 +123,11 @@ pub struct TcpConnection {
     /// New Reno: duplicate ACKs counted as segments that left the network.
     pub(crate) reno_sacked: u64,
     pub(crate) force_rtx: bool,
+    /// PRR (RFC 6937): data delivered and sent since recovery began, and
+    /// the cwnd when it began (units of the congestion window).
+    pub(crate) prr_delivered: u64,
+    pub(crate) prr_out: u64,
+    pub(crate) prior_cwnd: u64,
     pub(crate) rtt: Rtt,
     pub(crate) rack: Option<Rack>,
     /// Transmissions so far (each data segment sent gets the next number:
@@ -217,6 +222,9 @@ impl TcpConnection {
             dupacks: 0,
             reno_sacked: 0,
             force_rtx: false,
+            prr_delivered: 0,
+            prr_out: 0,
+            prior_cwnd: 0,
             retransmits: 0,
             tlp_high_seq: None,
             last_challenge_ack: None,

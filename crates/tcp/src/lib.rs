@@ -80,7 +80,7 @@
 //! |---|---|---|---|---|---|---|---|
 //! | `newreno` | RFC 6298, min 1 s | 1 s | RFC 3390 | bytes | SACK `IsLost` (RFC 6675), New Reno without SACK | 200 ms | Karn, no timestamps |
 //! | `linux-2.6.23` | SRTT + RTTVAR (≥ 200 ms) | 3 s | RFC 3390 | packets | as `newreno` | 40 ms, 16 quick ACKs | timestamps |
-//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP | 40 ms, 16 quick ACKs, ACK on reading a small pushed segment | timestamps |
+//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP, PRR in recovery | 40 ms, 16 quick ACKs, ACK on reading a small pushed segment | timestamps |
 //!
 //! Flags: `+lt` linear timeouts, `+ltcap=N` linear for N timeouts then
 //! backoff (Linux mainline uses 6), `+mfr` modified fast retransmit, `+rdb`
@@ -119,7 +119,11 @@
 //!   application reads at once, so the window is the whole buffer),
 //!   restart-after-idle, Nagle (always off, as `TCP_NODELAY`), TSO/GSO.
 //! - Congestion control is Reno/New Reno AIMD (CUBIC is out of scope); in
-//!   recovery `cwnd = ssthresh` (RFC 6675) rather than rate halving or PRR.
+//!   recovery `cwnd = ssthresh` (RFC 6675) rather than rate halving, except
+//!   `linux-modern`, which reduces by PRR (RFC 6937) as Linux
+//!   `tcp_cwnd_reduction` does: on the ACK that starts recovery it sends
+//!   only as much as that ACK delivered, so a write held by the window does
+//!   not leave with the retransmission.
 //!   cwnd grows only when it limited the previous flight (RFC 7661 spirit).
 //! - Linux's retransmission collapsing (`retrans_collapse`, on in
 //!   `linux-modern`) puts following segments into a retransmission (traced

@@ -16,6 +16,8 @@ pub(crate) struct Rack {
     rtt: Duration,
     /// Highest end of any delivered segment (`RACK.fack`).
     fack: u64,
+    /// `RACK.fack` before the ACK being processed (Linux `prior_fack`).
+    prior_fack: u64,
     /// `RACK.reordering_seen`.
     pub(crate) reordering_seen: bool,
 }
@@ -33,6 +35,16 @@ fn sent_after(t1: Instant, order1: u64, t2: Instant, order2: u64) -> bool {
 }
 
 impl Rack {
+    /// An ACK arrives: what it delivers is judged for reordering against
+    /// the segments delivered before it. Linux compares a newly SACKed or
+    /// cumulatively acknowledged, never retransmitted segment with the
+    /// highest SACKed sequence before this ACK (`prior_fack` in `tcp_ack`,
+    /// `tcp_clean_rtx_queue`), so an ACK that acknowledges a segment whose
+    /// own ACK was lost while SACKing past a hole is not reordering.
+    pub(crate) fn start_ack(&mut self) {
+        self.prior_fack = self.fack;
+    }
+
     /// §6.2 steps 1-3 for one newly delivered (cumulatively or selectively
     /// acknowledged) segment. `min_rtt` filters ambiguous samples from
     /// retransmitted segments (step 2; the model has no TSecr check).
@@ -46,7 +58,7 @@ impl Rack {
         min_rtt: Option<Duration>,
     ) {
         let rtt = now.saturating_duration_since(xmit);
-        if !retransmitted && end_seq < self.fack {
+        if !retransmitted && end_seq < self.prior_fack {
             self.reordering_seen = true;
         }
         self.fack = self.fack.max(end_seq);
@@ -113,5 +125,54 @@ impl Rack {
             }
         }
         (marked, timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn an_ack_after_a_lost_ack_is_not_reordering() {
+        // Segments 1-3 (ends 100, 200, 300) sent at 0, 10, 20 ms; segment 2
+        // lost, the ACK of segment 1 lost: the ACK of segment 3 acknowledges
+        // segment 1 cumulatively and SACKs segment 3 (its SACK block is
+        // processed first).
+        let mut rack = Rack::default();
+        rack.start_ack();
+        rack.on_delivered(t(120), t(20), 3, 300, false, None);
+        rack.on_delivered(t(120), t(0), 1, 100, false, None);
+        assert!(!rack.reordering_seen);
+        assert_eq!(
+            rack.reo_wnd(true, 1, 3, Some(Duration::from_millis(100)), None),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn a_segment_delivered_below_an_earlier_ack_s_sack_is_reordering() {
+        // Segment 3 SACKed by one ACK, segment 2 (never retransmitted)
+        // delivered by a later one: it arrived out of order.
+        let mut rack = Rack::default();
+        rack.start_ack();
+        rack.on_delivered(t(120), t(20), 3, 300, false, None);
+        rack.start_ack();
+        rack.on_delivered(t(125), t(10), 2, 200, false, None);
+        assert!(rack.reordering_seen);
+        assert_eq!(
+            rack.reo_wnd(true, 1, 3, Some(Duration::from_millis(100)), None),
+            Duration::from_millis(25)
+        );
+        // A retransmitted segment below it is not.
+        let mut rack = Rack::default();
+        rack.start_ack();
+        rack.on_delivered(t(120), t(20), 3, 300, false, None);
+        rack.start_ack();
+        rack.on_delivered(t(225), t(125), 2, 200, true, None);
+        assert!(!rack.reordering_seen);
     }
 }

@@ -17,8 +17,12 @@
 //! - With RACK (RFC 8985), only RACK marks segments lost; RACK-triggered
 //!   retransmissions are traced as `FastRetransmit`.
 //! - Entering recovery sets `ssthresh = max(cwnd/2, 2 segments)` and
-//!   `cwnd = ssthresh` (RFC 6675 §5 step 4.2 rather than Linux's rate halving
-//!   or PRR); leaving it at `recovery_point` keeps `cwnd = ssthresh`.
+//!   `cwnd = ssthresh` (RFC 6675 §5 step 4.2 rather than Linux's rate
+//!   halving); leaving it at `recovery_point` keeps `cwnd = ssthresh`. With
+//!   `prr` (linux-modern) every ACK in recovery sets `cwnd = pipe + sndcnt`
+//!   instead (RFC 6937, Linux `tcp_cwnd_reduction`).
+//! - RACK's reordering flag compares what an ACK delivers with the highest
+//!   SACK before that ACK (Linux `prior_fack`).
 
 use crate::config::CwndUnit;
 use crate::conn::{CaState, State, TcpConnection, TimerKind};
@@ -104,8 +108,12 @@ impl TcpConnection {
         let prior_packets = self.sq.rtx.len() as u64;
         let min_rtt = self.rtt.min_rtt();
 
+        if let Some(rack) = self.rack.as_mut() {
+            rack.start_ack();
+        }
         // SACK blocks (RFC 2018): mark whole segments, record first acknowledgement.
         let mut newly_sacked = 0u64;
+        let mut newly_sacked_units = 0u64;
         for &(l, r) in sack {
             if r <= ack {
                 continue; // D-SACK or stale block
@@ -113,6 +121,7 @@ impl TcpConnection {
             for i in self.sq.sack(l.max(ack), r) {
                 newly_sacked += 1;
                 let s = self.sq.rtx[i].clone();
+                newly_sacked_units += s.amount(self.cfg.cwnd_unit);
                 if let Some(rack) = self.rack.as_mut() {
                     rack.on_delivered(
                         now,
@@ -138,6 +147,9 @@ impl TcpConnection {
         let mut any_retransmitted = false;
         let mut oldest_xmit: Option<Instant> = None;
         let mut fin_acked = false;
+        // Units newly delivered by this ACK (Linux `tp->delivered`): newly
+        // SACKed, and cumulatively acknowledged without an earlier SACK.
+        let mut newly_delivered = newly_sacked_units;
         if ack > prior_una {
             let fin_seq = if self.sq.fin_queued {
                 Some(self.sq.written + 1)
@@ -156,6 +168,10 @@ impl TcpConnection {
                     oldest_xmit = Some(a.xmit);
                 }
                 if !a.was_sacked {
+                    newly_delivered += match self.cfg.cwnd_unit {
+                        CwndUnit::Packets => u64::from(a.whole),
+                        CwndUnit::Bytes => a.end - a.start,
+                    };
                     if let Some(rack) = self.rack.as_mut() {
                         rack.on_delivered(
                             now,
@@ -211,7 +227,12 @@ impl TcpConnection {
             }
         }
 
+        let lost_before = self.lost_count();
         self.update_recovery(now, advanced, is_dupack, acked_packets, newly_sacked);
+        if self.cfg.prr && self.ca == CaState::Recovery {
+            let newly_lost = self.lost_count() > lost_before;
+            self.prr_reduce(newly_delivered, advanced, newly_lost);
+        }
 
         if fin_acked {
             self.on_fin_acked(now);
@@ -381,6 +402,9 @@ impl TcpConnection {
 
     fn enter_recovery(&mut self, _now: Instant) {
         self.stats.fast_recoveries += 1;
+        self.prior_cwnd = self.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
         self.ssthresh = self.halve();
         self.cwnd = self.ssthresh;
         self.ca_acc = 0;
@@ -399,6 +423,41 @@ impl TcpConnection {
             }
         }
         self.force_rtx = true;
+    }
+
+    /// RFC 6937 PRR after an ACK in recovery, as Linux
+    /// `tcp_cwnd_reduction` computes it: `delivered` units newly delivered
+    /// by the ACK. While pipe exceeds ssthresh, sending follows
+    /// `ssthresh / prior_cwnd` of what is delivered; below it, at most what
+    /// this ACK delivered (one more on a cumulative advance that marked
+    /// nothing lost) and never past ssthresh; the ACK that begins recovery
+    /// always lets the retransmission out.
+    fn prr_reduce(&mut self, delivered: u64, advanced: bool, newly_lost: bool) {
+        if delivered == 0 || self.prior_cwnd == 0 {
+            return;
+        }
+        let unit = self.unit_amount() as i64;
+        let pipe = self.pipe() as i64;
+        let delta = self.ssthresh as i64 - pipe;
+        self.prr_delivered += delivered;
+        let (prr_delivered, prr_out) = (self.prr_delivered as i64, self.prr_out as i64);
+        let mut sndcnt = if delta < 0 {
+            let dividend = self.ssthresh as i64 * prr_delivered + self.prior_cwnd as i64 - 1;
+            dividend / self.prior_cwnd as i64 - prr_out
+        } else {
+            let mut n = (prr_delivered - prr_out).max(delivered as i64);
+            if advanced && !newly_lost {
+                n += unit;
+            }
+            n.min(delta)
+        };
+        sndcnt = sndcnt.max(if prr_out > 0 { 0 } else { unit });
+        self.cwnd = (pipe + sndcnt).max(0) as u64;
+    }
+
+    /// Segments marked lost and not SACKed.
+    fn lost_count(&self) -> usize {
+        self.sq.rtx.iter().filter(|s| s.lost && !s.sacked).count()
     }
 
     fn exit_recovery(&mut self) {
@@ -498,6 +557,11 @@ impl TcpConnection {
         self.reo_timer = timeout;
         if marked && matches!(self.ca, CaState::Open | CaState::Disorder) {
             self.enter_recovery(now);
+            if self.cfg.prr {
+                // Linux `tcp_rack_reo_timeout`: the reduction counts one
+                // delivered segment.
+                self.prr_reduce(self.unit_amount(), false, true);
+            }
         }
         self.transmit(now);
     }
@@ -631,6 +695,9 @@ impl TcpConnection {
         let Some(mut skb) = self.sq.unsent.pop_front() else {
             return;
         };
+        if self.ca == CaState::Recovery {
+            self.prr_out += skb.amount(self.cfg.cwnd_unit);
+        }
         let una_unit = self.snd_una.saturating_sub(1);
         let mut bundle_start = skb.start;
         if self.cfg.thin.rdb && !skb.fin && skb.len() > 0 && skb.len() < self.bundle_limit() {
@@ -707,6 +774,9 @@ impl TcpConnection {
     /// lowers `packets_out`; the model does not).
     pub(crate) fn send_segment(&mut self, now: Instant, i: usize, reason: TxReason) {
         self.stats.retransmissions += 1;
+        if self.ca == CaState::Recovery {
+            self.prr_out += self.sq.rtx[i].amount(self.cfg.cwnd_unit);
+        }
         let (start, mut end, mut fin) = {
             self.tx_count += 1;
             let s = &mut self.sq.rtx[i];

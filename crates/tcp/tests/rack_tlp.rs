@@ -160,3 +160,47 @@ fn modern_linux_collapses_following_segments_into_a_timeout_retransmission() {
         "{old:?}"
     );
 }
+
+/// Four messages at 1000 ms on a 100 ms RTT path, the first lost: the
+/// third SACK (DupThresh) starts recovery at 1100 and the first is
+/// retransmitted. A fifth message written at 1101 returns the sent time
+/// of its first transmission.
+fn write_during_recovery(cfg: &TcpConfig) -> Instant {
+    let mut net = Net::pair(cfg, cfg, ms(50));
+    let mut first = true;
+    net.drop_rule = Some(Box::new(move |p| {
+        let hit = p.from == 0 && matches!(p.units, Some((0, _))) && first;
+        first &= !hit;
+        hit
+    }));
+    net.run_until(at(1000));
+    for i in 0..4u8 {
+        net.send(0, &[i; 100]);
+    }
+    net.run_until(at(1101));
+    assert_eq!(
+        net.sends_of(0, 0)[1],
+        (at(1100), TxReason::FastRetransmit),
+        "{}",
+        cfg.name
+    );
+    net.send(0, &[4; 100]);
+    net.run_until(at(2000));
+    assert_eq!(net.rx[1].len(), 500, "{}", cfg.name);
+    net.sends_of(0, 400)[0].0
+}
+
+#[test]
+fn prr_holds_a_write_in_recovery_until_an_ack_delivers_data() {
+    // PRR (linux-modern, as Linux): the ACK that began recovery delivered
+    // one segment, so only the retransmission left; with nothing more in
+    // flight to be acknowledged, the write waits for the retransmission's
+    // ACK (1200), which ends recovery.
+    let modern = TcpConfig::linux_modern();
+    assert!(modern.prr);
+    assert_eq!(write_during_recovery(&modern), at(1200));
+    // RFC 6675's `cwnd = ssthresh` (5 segments) lets it out at once.
+    let mut rfc6675 = TcpConfig::linux_modern();
+    rfc6675.prr = false;
+    assert_eq!(write_during_recovery(&rfc6675), at(1101));
+}

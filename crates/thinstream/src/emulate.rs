@@ -14,9 +14,13 @@
 //! from `seed.derive("forward")`/`("reverse")` for `i = 0` (as with one
 //! client) and from `seed.derive("client{i}").derive("forward")`/`("reverse")`
 //! otherwise, so each client's losses depend only on the seed, its index
-//! (order of first appearance) and its own traffic. Datagrams from further
-//! clients are counted and discarded; clients are never forgotten during a
-//! run.
+//! (order of first appearance) and its own traffic. With
+//! [`EmulatorConfig::shared_links`] every client keeps its own upstream
+//! socket but all share the first client's pair of links: one path whose
+//! draws, queue and rate every client's datagrams meet in arrival order (a
+//! two-host scenario's links carrying all its flows). Datagrams from
+//! further clients are counted and discarded; clients are never forgotten
+//! during a run.
 //!
 //! Timing: each direction is a [`HeldLink`], a heap of release times. On
 //! Linux the loop waits for the next release on a high-resolution timer (a
@@ -76,6 +80,9 @@ pub struct EmulatorConfig {
     /// gives the simulator's link seeds of the run, so the n-th datagram
     /// into a direction meets the same random draws in both.
     pub link_seeds: Option<(Seed, Seed)>,
+    /// One forward and one reverse link for all clients (each still has
+    /// its own upstream socket), instead of a pair per client.
+    pub shared_links: bool,
 }
 
 /// Why the emulator could not start.
@@ -161,6 +168,10 @@ pub struct DirectionReport {
 pub struct ClientReport {
     /// Order of first appearance, from 0 (also picks the links' seeds).
     pub index: usize,
+    /// The link pair it uses: its own index, or 0 for every client with
+    /// shared links (whose `forward` / `reverse` are then the shared
+    /// pair's, the same for every client).
+    pub links: usize,
     /// The client's address.
     pub addr: SocketAddr,
     /// The upstream socket's address (what the server sees as the client).
@@ -359,13 +370,19 @@ fn total<'a>(dirs: impl Iterator<Item = &'a Direction>, link: String) -> Directi
     r
 }
 
+/// A forward and a reverse link.
+struct LinkPair {
+    forward: Direction,
+    reverse: Direction,
+}
+
 /// One client: its address, upstream socket and links.
 struct Client {
     addr: SocketAddr,
     io: UdpIo,
     upstream: SocketAddr,
-    forward: Direction,
-    reverse: Direction,
+    /// Index into [`Emulator::links`].
+    links: usize,
 }
 
 /// A bound emulator, ready to [`run`](Emulator::run).
@@ -374,6 +391,8 @@ pub struct Emulator {
     io: UdpIo,
     listen: SocketAddr,
     clients: Vec<Client>,
+    /// One pair per client, or one for all with shared links.
+    links: Vec<LinkPair>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -493,6 +512,7 @@ impl Emulator {
             io,
             listen,
             clients: Vec::new(),
+            links: Vec::new(),
         })
     }
 
@@ -501,9 +521,37 @@ impl Emulator {
         self.listen
     }
 
-    /// A new client's upstream socket and links.
-    fn new_client(&self, addr: SocketAddr) -> io::Result<Client> {
+    /// A new client's upstream socket, and its links unless shared ones
+    /// exist (pushed onto `self.links`).
+    fn new_client(&mut self, addr: SocketAddr) -> io::Result<Client> {
         let i = self.clients.len();
+        let links = if self.config.shared_links && !self.links.is_empty() {
+            0
+        } else {
+            self.links.push(self.new_links(i)?);
+            self.links.len() - 1
+        };
+        // An ephemeral port on the listening address (same family as the
+        // server, since both must be loopback or explicitly allowed).
+        let ip = if self.listen.is_ipv4() == self.config.to.is_ipv4() {
+            self.listen.ip()
+        } else if self.config.to.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        };
+        let io = UdpIo::bind(SocketAddr::new(ip, 0), UPSTREAM_BUFFER, true)?;
+        let upstream = io.local_addr()?;
+        Ok(Client {
+            addr,
+            io,
+            upstream,
+            links,
+        })
+    }
+
+    /// The links of client `i`, drawing from its seeds.
+    fn new_links(&self, i: usize) -> io::Result<LinkPair> {
         let seed = Seed(self.config.seed);
         let seed = if i == 0 {
             seed
@@ -529,24 +577,7 @@ impl Emulator {
             "reverse",
         )
         .map_err(link_err)?;
-        // An ephemeral port on the listening address (same family as the
-        // server, since both must be loopback or explicitly allowed).
-        let ip = if self.listen.is_ipv4() == self.config.to.is_ipv4() {
-            self.listen.ip()
-        } else if self.config.to.is_ipv4() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv6Addr::LOCALHOST.into()
-        };
-        let io = UdpIo::bind(SocketAddr::new(ip, 0), UPSTREAM_BUFFER, true)?;
-        let upstream = io.local_addr()?;
-        Ok(Client {
-            addr,
-            io,
-            upstream,
-            forward,
-            reverse,
-        })
+        Ok(LinkPair { forward, reverse })
     }
 
     /// Relays until `stop` completes, the duration is over, or the count is
@@ -585,7 +616,7 @@ impl Emulator {
             while !draining && read < RECV_PER_TURN {
                 let now = clock.now();
                 new_clients.clear();
-                let clients = &mut self.clients;
+                let (clients, links) = (&self.clients, &mut self.links);
                 let n = self.io.try_recv(&mut rx, |src, payload| {
                     if offered >= count {
                         return;
@@ -610,10 +641,10 @@ impl Emulator {
                         }
                         return;
                     };
-                    let c = &mut clients[i];
-                    add(&mut c.forward.received, payload.len());
+                    let forward = &mut links[clients[i].links].forward;
+                    add(&mut forward.received, payload.len());
                     offered += 1;
-                    c.forward.held.offer(
+                    forward.held.offer(
                         now,
                         Datagram {
                             src,
@@ -631,10 +662,10 @@ impl Emulator {
                     if offered >= count {
                         break;
                     }
-                    let c = &mut self.clients[by_addr[&src]];
-                    add(&mut c.forward.received, payload.len());
+                    let forward = &mut self.links[self.clients[by_addr[&src]].links].forward;
+                    add(&mut forward.received, payload.len());
                     offered += 1;
-                    c.forward.held.offer(
+                    forward.held.offer(
                         now,
                         Datagram {
                             src,
@@ -644,8 +675,8 @@ impl Emulator {
                     );
                 }
                 let mut up = 0;
-                for c in &mut self.clients {
-                    let (addr, rev) = (c.addr, &mut c.reverse);
+                for c in &self.clients {
+                    let (addr, rev) = (c.addr, &mut self.links[c.links].reverse);
                     up += c.io.try_recv(&mut rx, |src, payload| {
                         if offered >= count {
                             return;
@@ -678,25 +709,39 @@ impl Emulator {
             // 2. Send everything due, in batches: forward copies from each
             //    client's upstream socket, reverse copies from the
             //    listening socket.
+            //    A shared link's batch goes out in runs of one client's
+            //    datagrams, in release order.
             let mut now = clock.now();
-            for c in &mut self.clients {
+            for link in &mut self.links {
                 loop {
                     due.clear();
-                    tx.clear();
-                    c.forward.held.release_due(now, SEND_BATCH, &mut due);
+                    link.forward.held.release_due(now, SEND_BATCH, &mut due);
                     if due.is_empty() {
                         break;
                     }
-                    for (_, d) in &due {
-                        tx.push(d.dst, &d.payload);
-                    }
-                    let sent_at = clock.now();
-                    c.io.send(&tx).await?;
-                    for (scheduled, d) in &due {
-                        add(&mut c.forward.sent, d.payload.len());
-                        c.forward
-                            .errors
-                            .record(sent_at.saturating_duration_since(*scheduled).as_nanos());
+                    let mut from = 0;
+                    while from < due.len() {
+                        let src = due[from].1.src;
+                        let upto = due[from..]
+                            .iter()
+                            .position(|(_, d)| d.src != src)
+                            .map_or(due.len(), |k| from + k);
+                        tx.clear();
+                        for (_, d) in &due[from..upto] {
+                            tx.push(d.dst, &d.payload);
+                        }
+                        let sent_at = clock.now();
+                        // Every datagram in a link came from a known client.
+                        if let Some(&i) = by_addr.get(&src) {
+                            self.clients[i].io.send(&tx).await?;
+                        }
+                        for (scheduled, d) in &due[from..upto] {
+                            add(&mut link.forward.sent, d.payload.len());
+                            link.forward
+                                .errors
+                                .record(sent_at.saturating_duration_since(*scheduled).as_nanos());
+                        }
+                        from = upto;
                     }
                     now = clock.now();
                 }
@@ -704,9 +749,9 @@ impl Emulator {
             loop {
                 back.clear();
                 back_due.clear();
-                for (i, c) in self.clients.iter_mut().enumerate() {
+                for (i, link) in self.links.iter_mut().enumerate() {
                     due.clear();
-                    c.reverse
+                    link.reverse
                         .held
                         .release_due(now, SEND_BATCH - back.len(), &mut due);
                     for (scheduled, d) in due.drain(..) {
@@ -723,7 +768,7 @@ impl Emulator {
                 let sent_at = clock.now();
                 self.io.send(&back).await?;
                 for &(i, scheduled, len) in &back_due {
-                    let r = &mut self.clients[i].reverse;
+                    let r = &mut self.links[i].reverse;
                     add(&mut r.sent, len);
                     r.errors
                         .record(sent_at.saturating_duration_since(scheduled).as_nanos());
@@ -741,9 +786,9 @@ impl Emulator {
                 break;
             }
             let next = self
-                .clients
+                .links
                 .iter()
-                .flat_map(|c| [c.forward.held.next_release(), c.reverse.held.next_release()])
+                .flat_map(|l| [l.forward.held.next_release(), l.reverse.held.next_release()])
                 .flatten()
                 .min();
             if draining && next.is_none() {
@@ -817,10 +862,11 @@ impl Emulator {
             .enumerate()
             .map(|(index, c)| ClientReport {
                 index,
+                links: c.links,
                 addr: c.addr,
                 upstream: c.upstream,
-                forward: c.forward.report(),
-                reverse: c.reverse.report(),
+                forward: self.links[c.links].forward.report(),
+                reverse: self.links[c.links].reverse.report(),
             })
             .collect();
         Ok(EmulatorReport {
@@ -831,11 +877,11 @@ impl Emulator {
             elapsed_s: elapsed.as_secs_f64(),
             stopped_by,
             forward: total(
-                self.clients.iter().map(|c| &c.forward),
+                self.links.iter().map(|l| &l.forward),
                 self.config.forward.to_netem(),
             ),
             reverse: total(
-                self.clients.iter().map(|c| &c.reverse),
+                self.links.iter().map(|l| &l.reverse),
                 self.config.reverse.to_netem(),
             ),
             clients,
