@@ -451,6 +451,14 @@ fn requeue() -> impl std::future::Future<Output = ()> {
 
 /// Poll the socket for up to `window`; feed what arrives to the core.
 /// Returns whether anything arrived.
+///
+/// Between two reads the thread gives up the CPU (`sched_yield`), so any
+/// other runnable thread on this core goes first. That matters most where
+/// busy polling is meant to help: on loopback the OS tends to run the woken
+/// receiver on the sender's core, so a poller that only spun kept its own
+/// peer from answering until the window ran out (measured on two cores:
+/// p50 0.32 ms instead of 0.09 with a 200 µs window). When nothing else is
+/// runnable the yield returns at once and the loop is a plain spin.
 #[allow(
     clippy::disallowed_methods,
     reason = "busy polling is bounded by the wall clock"
@@ -473,7 +481,7 @@ fn spin_for_input(
         if std::time::Instant::now() >= until {
             return Ok(false);
         }
-        std::hint::spin_loop();
+        std::thread::yield_now();
     }
 }
 

@@ -399,3 +399,45 @@ async fn packet_size_follows_the_loopback_route_unless_fixed() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_polling_endpoints_answer_each_other() {
+    // Both ends poll after every send; each answer must still come from the
+    // other end's task (a poller that kept the CPU would starve it).
+    let mut server_cfg = EndpointConfig::server();
+    server_cfg.busy_poll(Some(Duration::from_micros(200)));
+    let mut client_cfg = EndpointConfig::client();
+    client_cfg.busy_poll(Some(Duration::from_micros(200)));
+    let server = Endpoint::bind(v4(), server_cfg).unwrap();
+    let client = Endpoint::bind(v4(), client_cfg).unwrap();
+    let (a, b) = tokio::join!(
+        client.connect(server.local_addr(), AssociationConfig::default()),
+        async { server.accept().await.unwrap().accept().unwrap() }
+    );
+    let a = a.unwrap();
+    let echo = tokio::spawn(async move {
+        while let Ok(m) = b.recv().await {
+            if b.send(m.stream, m.data, SendOptions::default())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    for i in 0..200u32 {
+        a.send(0, i.to_be_bytes().to_vec(), SendOptions::default())
+            .await
+            .unwrap();
+        let m = timeout(Duration::from_secs(5), a.recv())
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+        assert_eq!(&m.data[..], &i.to_be_bytes()[..]);
+    }
+    assert_eq!(a.close().await, AssociationError::Closed);
+    timeout(Duration::from_secs(5), echo)
+        .await
+        .unwrap()
+        .unwrap();
+}
