@@ -806,11 +806,7 @@ impl FlowStream {
                 // The trail waits too if the slowest message is chosen by
                 // the cumulative latency: its value is not known yet.
                 let by_cum = self.slowest_kind == Some(LatencyKind::AckCumulative);
-                let (trail, now) = if by_cum {
-                    (trail, None)
-                } else {
-                    (None, trail)
-                };
+                let (trail, now) = if by_cum { (trail, None) } else { (None, trail) };
                 cum.waiting.insert(
                     o.units.start,
                     CumWaiting {
