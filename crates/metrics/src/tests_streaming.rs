@@ -481,17 +481,12 @@ fn two_sided(seed: u64, n: u64, loss: f64, stuck: bool) -> (Vec<Record>, Vec<Rec
     (sorted(tx), sorted(rx))
 }
 
-/// The streamed cumulative ACK latency (samples, and the slowest message
-/// chosen by it) against the whole-trace analysis, records fed `chunk`
-/// milliseconds at a time. Returns the most messages waiting at once.
-fn compare_cumulative(seed: u64, n: u64, loss: f64, stuck: bool, chunk_ms: u64) -> usize {
-    use crate::joined::FlowStream;
-    let (tx, rx) = two_sided(seed, n, loss, stuck);
-    let kinds = [LatencyKind::AckFromFirstTx, LatencyKind::AckCumulative];
-    let whole = FlowAnalysis::build(
+/// The whole-trace analysis of a two-sided trace, raw latencies.
+fn whole_two_sided(tx: &[Record], rx: &[Record]) -> FlowAnalysis {
+    FlowAnalysis::build(
         FlowInput {
-            sender: &tx,
-            receiver: Some(&rx),
+            sender: tx,
+            receiver: Some(rx),
             app_sends: None,
             duplicate_reports: None,
         },
@@ -500,7 +495,17 @@ fn compare_cumulative(seed: u64, n: u64, loss: f64, stuck: bool, chunk_ms: u64) 
             summary_latency: LatencyKind::AckCumulative,
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// The streamed cumulative ACK latency (samples, and the slowest message
+/// chosen by it) against the whole-trace analysis, records fed `chunk`
+/// milliseconds at a time. Returns the most messages waiting at once.
+fn compare_cumulative(seed: u64, n: u64, loss: f64, stuck: bool, chunk_ms: u64) -> usize {
+    use crate::joined::FlowStream;
+    let (tx, rx) = two_sided(seed, n, loss, stuck);
+    let kinds = [LatencyKind::AckFromFirstTx, LatencyKind::AckCumulative];
+    let whole = whole_two_sided(&tx, &rx);
     let mut s = FlowStream::new(
         OwdCorrection::None,
         &kinds,
@@ -570,19 +575,7 @@ fn streamed_cumulative_ack_latency_matches_the_whole_trace() {
         let peak = compare_cumulative(seed, n, loss, false, chunk);
         assert!(peak < 200, "seed {seed}: {peak} messages waiting at once");
         let (tx, rx) = two_sided(seed, n, loss, false);
-        let whole = FlowAnalysis::build(
-            FlowInput {
-                sender: &tx,
-                receiver: Some(&rx),
-                app_sends: None,
-                duplicate_reports: None,
-            },
-            AnalysisOptions {
-                owd: OwdCorrection::None,
-                summary_latency: LatencyKind::AckCumulative,
-            },
-        )
-        .unwrap();
+        let whole = whole_two_sided(&tx, &rx);
         let ack = whole.latencies(LatencyKind::AckFromFirstTx);
         let cum = whole.latencies(LatencyKind::AckCumulative);
         assert!(
