@@ -106,7 +106,8 @@ pub const STREAM_SAMPLE_LIMIT: usize = 1 << 16;
 /// the simulated duration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StreamPeak {
-    /// Messages not yet final.
+    /// Messages not yet final, and final ones waiting behind them for
+    /// their cumulative ACK latency (when it is asked for).
     pub open_messages: usize,
     /// Unit ranges stored for them, and the coalesced final units.
     pub stored_ranges: usize,
@@ -125,12 +126,7 @@ pub fn streams(plan: &Plan) -> bool {
         .sweep
         .as_ref()
         .is_some_and(|sw| sw.has(crate::scenario::SweepParameter::DropDataPacket));
-    let cumulative = s.metrics.latency == thinstream_metrics::LatencyKind::AckCumulative
-        || s.metrics
-            .also
-            .contains(&thinstream_metrics::LatencyKind::AckCumulative);
     !drop_sweep
-        && !cumulative
         && !matches!(
             s.metrics.owd.0,
             OwdCorrection::MinObservedDriftCorrected { .. }
@@ -725,7 +721,9 @@ fn run_streaming(
                 error.get_or_insert(e);
             }
             let f = &streams[k];
-            peak.open_messages = peak.open_messages.max(f.open_messages());
+            peak.open_messages = peak
+                .open_messages
+                .max(f.open_messages() + f.cumulative_waiting());
             peak.stored_ranges = peak.stored_ranges.max(f.stored_ranges());
             peak.exact_samples = peak.exact_samples.max(f.exact_samples());
             peak.kept_paths = peak.kept_paths.max(f.kept_paths());

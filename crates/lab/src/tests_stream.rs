@@ -380,15 +380,14 @@ also = ["ack"]
     }
 }
 
-// The cumulative ACK latency cannot be streamed: a plan asking for it takes
-// the full analysis even when streaming is requested, and its values are never
-// below the first-acknowledgement ones and above them for some message when
-// segments are lost (those behind a lost one wait for its retransmission).
+// The cumulative ACK latency streams (a running cumulative ACK point): the
+// streamed record equals the full one, and its values are never below the
+// first-acknowledgement ones and above them for some message when segments
+// are lost (those behind a lost one wait for its retransmission).
 #[test]
-fn cumulative_ack_latency_takes_the_full_analysis() {
+fn cumulative_ack_latency_streams_exactly() {
     use thinstream_metrics::LatencyKind;
-    let plan = plan(
-        r#"
+    let text = r#"
 name = "cumulative"
 duration = "5min"
 drain = "30s"
@@ -412,9 +411,9 @@ preset = "linux-2.6.23"
 [metrics]
 latency = "application"
 also = ["ack", "ack-cumulative"]
-"#,
-    );
-    assert!(!streams(&plan));
+"#;
+    assert_streaming_exact(text);
+    let plan = plan(text);
     let kinds = latency_kinds(&plan.scenario);
     let out = run_one(
         &plan,
@@ -425,7 +424,7 @@ also = ["ack", "ack-cumulative"]
         },
     )
     .unwrap();
-    assert!(out.digests.is_none() && !out.flows.is_empty());
+    assert!(out.digests.is_some() && out.flows.is_empty());
     let rec = RunRecord::of(&out, &kinds);
     let f = &rec.flows[0];
     let ack = f.samples(LatencyKind::AckFromFirstTx);
@@ -433,4 +432,46 @@ also = ["ack", "ack-cumulative"]
     assert!(ack.len() > 2000 && cum.len() == ack.len());
     assert!(ack.iter().zip(cum).all(|(a, c)| c.nanos >= a.nanos));
     assert!(ack.iter().zip(cum).any(|(a, c)| c.nanos > a.nanos));
+}
+
+// The slowest message chosen by the cumulative ACK latency (its value known
+// only once every earlier message is final): same path as the full analysis,
+// on SCTP with four streams, unordered messages and loss both ways, and on TCP.
+#[test]
+fn slowest_by_cumulative_ack_latency_streams_exactly() {
+    assert_streaming_exact(
+        r#"
+name = "cumulative-slowest"
+duration = "5min"
+drain = "30s"
+seed = 11
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 40ms loss 5%"
+reverse = "delay 40ms loss 3%"
+
+[[flows]]
+workload = { kind = "exponential", mean-iat = "50ms", bytes = 200, streams = 4 }
+
+[[variants]]
+name = "linux"
+preset = "linux"
+
+[[variants]]
+name = "unordered"
+preset = "thin"
+unordered = true
+
+[[variants]]
+name = "tcp"
+transport = "tcp"
+preset = "linux-2.6.23"
+
+[metrics]
+latency = "ack-cumulative"
+also = ["ack", "application"]
+"#,
+    );
 }

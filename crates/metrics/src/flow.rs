@@ -106,8 +106,9 @@ pub enum LatencyKind {
     /// passed the message, a SACK or gap report not counting. 002's
     /// analysis tool measured ACK latency this way from sender-side dumps
     /// (002 §3.4, Table 3.1: "the delay before the sent data is
-    /// cumulatively ACKed"; §5.1.6, Appendix B `analyzeTCP`). Full analysis
-    /// only: the streaming analysis refuses it.
+    /// cumulatively ACKed"; §5.1.6, Appendix B `analyzeTCP`). The streaming
+    /// analysis computes it with a running cumulative ACK point
+    /// (`FlowStream`).
     AckCumulative,
     /// Transport-layer delivery latency: application send → all units
     /// arrived (first copy of each), minus OWD.

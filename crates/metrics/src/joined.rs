@@ -25,7 +25,14 @@
 //!   limit and an HDR histogram beyond it (see [`crate::LatencyHistogram`]);
 //! * the slowest message so far (and the message it waited for) with its
 //!   copies, and the last [`RECENT_PATHS`] final messages' paths to find
-//!   that blocking message.
+//!   that blocking message;
+//! * for the cumulative ACK latency ([`LatencyKind::AckCumulative`]): the
+//!   running cumulative ACK point (the latest acknowledgement of every
+//!   message passed so far, in unit order) and the final messages waiting
+//!   behind the lowest message not yet final. Their value is known once
+//!   every earlier message is final, so the queue holds the messages sent
+//!   during the oldest open message's recovery (a bounded number for a
+//!   flow whose messages are acknowledged), not the flow.
 //!
 //! A message is *final* once every unit of it was acknowledged, had arrived
 //! and was delivered, or once it was abandoned and every unit had arrived
@@ -41,7 +48,10 @@
 //! piece carrying such units counts them as sent before, once) and the
 //! one-way-delay correction is not `drift-corrected` (which needs the first
 //! and last 1000 samples of the flow; refused with
-//! [`MetricsError::StreamingUnsupported`]).
+//! [`MetricsError::StreamingUnsupported`]). The cumulative ACK latency
+//! further needs messages to be submitted in unit order (every transport
+//! here numbers units in submission order); a message submitted below the
+//! cumulative point already passed is refused with the same error.
 //!
 //! Feeding: the records of both endpoints in time order per endpoint,
 //! chunk by chunk; [`FlowStream::push`] takes what each endpoint recorded
@@ -124,6 +134,39 @@ struct Samples {
     base: Duration,
 }
 
+/// A final message waiting for its cumulative ACK latency: it is known
+/// once every message below it in unit order is final.
+#[derive(Clone, Debug)]
+struct CumWaiting {
+    index: u64,
+    retransmissions: u32,
+    first_tx: Option<Instant>,
+    acked: Option<Instant>,
+    abandoned: bool,
+    /// One past its last unit.
+    end: u64,
+    /// Its path, when the slowest message is chosen by this latency.
+    trail: Option<MessageTrail>,
+}
+
+/// The running cumulative ACK point ([`LatencyKind::AckCumulative`]), as
+/// `FlowAnalysis` computes it over all messages in unit order: an
+/// abandoned message never acknowledged is skipped, one never
+/// acknowledged (and not abandoned) holds back every later one.
+#[derive(Clone, Debug, Default)]
+struct CumAck {
+    /// Final messages by first unit, not yet passed.
+    waiting: BTreeMap<u64, CumWaiting>,
+    /// Latest acknowledgement over the messages passed.
+    front: Option<Instant>,
+    /// A passed message was never acknowledged: no later one has a value.
+    blocked: bool,
+    /// One past the highest unit passed.
+    passed: u64,
+    /// The most messages waiting at once.
+    peak: usize,
+}
+
 /// See the module documentation.
 #[derive(Clone, Debug)]
 pub struct FlowStream {
@@ -184,6 +227,9 @@ pub struct FlowStream {
     /// Messages made final so far.
     finalized: u64,
     peak_open: usize,
+    /// Present when the cumulative ACK latency is asked for (as a kind or
+    /// for the slowest message).
+    cum: Option<CumAck>,
 }
 
 impl FlowStream {
@@ -199,14 +245,9 @@ impl FlowStream {
                 what: "the drift-corrected one-way delay (it needs the first and last samples of the flow)",
             });
         }
-        if kinds.contains(&LatencyKind::AckCumulative)
-            || slowest == Some(LatencyKind::AckCumulative)
-        {
-            return Err(MetricsError::StreamingUnsupported {
-                what:
-                    "the cumulative ACK latency (a message's value waits on every earlier message)",
-            });
-        }
+        let cum = (kinds.contains(&LatencyKind::AckCumulative)
+            || slowest == Some(LatencyKind::AckCumulative))
+        .then(CumAck::default);
         Ok(FlowStream {
             owd,
             kinds: kinds.to_vec(),
@@ -254,6 +295,7 @@ impl FlowStream {
             recent: VecDeque::new(),
             finalized: 0,
             peak_open: 0,
+            cum,
         })
     }
 
@@ -330,6 +372,18 @@ impl FlowStream {
     /// The most messages open at once so far.
     pub fn peak_open_messages(&self) -> usize {
         self.peak_open
+    }
+
+    /// Final messages waiting for their cumulative ACK latency now (0
+    /// unless that latency is asked for).
+    pub fn cumulative_waiting(&self) -> usize {
+        self.cum.as_ref().map_or(0, |c| c.waiting.len())
+    }
+
+    /// The most final messages waiting for their cumulative ACK latency at
+    /// once so far.
+    pub fn peak_cumulative_waiting(&self) -> usize {
+        self.cum.as_ref().map_or(0, |c| c.peak)
     }
 
     /// Stored unit ranges over every per-unit map and the final-unit set
@@ -453,6 +507,11 @@ impl FlowStream {
                 let units = self.units_ok(Side::Sender, *units)?;
                 if !self.owners(units).is_empty() || self.done.outside(units).1 > 0 {
                     return Err(MetricsError::OverlappingMessage { message: *message });
+                }
+                if self.cum.as_ref().is_some_and(|c| units.start < c.passed) {
+                    return Err(MetricsError::StreamingUnsupported {
+                        what: "the cumulative ACK latency of a message submitted below units already passed by the cumulative ACK point",
+                    });
                 }
                 let sent = match self.app_sends.remove(message) {
                     Some(t) if t > time => {
@@ -650,10 +709,18 @@ impl FlowStream {
         self.each_final_trail(|t| f(&mut t.copies, &mut t.arrivals));
     }
 
-    /// Calls `f` with every kept path of a final message (recent, slowest).
+    /// Calls `f` with every kept path of a final message (recent, slowest,
+    /// waiting for the cumulative ACK point).
     fn each_final_trail(&mut self, mut f: impl FnMut(&mut MessageTrail)) {
         for (_, _, t) in self.recent.iter_mut() {
             f(t);
+        }
+        if let Some(c) = &mut self.cum {
+            for w in c.waiting.values_mut() {
+                if let Some(t) = &mut w.trail {
+                    f(t);
+                }
+            }
         }
         if let Some((_, w, b)) = &mut self.slowest {
             f(w);
@@ -734,69 +801,158 @@ impl FlowStream {
             let d = a.saturating_duration_since(tx);
             self.min_one_way = Some(self.min_one_way.map_or(d, |x| x.min(d)));
         }
-        let owd = self.owd;
-        let min = self.min_one_way.unwrap_or(Duration::ZERO);
-        for (kind, s) in self.samples.iter_mut() {
-            let Some(raw) = raw_latency(&o, *kind) else {
-                continue;
-            };
-            // With `min-observed`, histogram values have the smallest
-            // one-way delay so far removed (every delivery latency is at
-            // least that): a later, smaller one shifts them up.
-            let provisional = matches!(owd, OwdCorrection::MinObserved) && kind.owd_corrected();
-            if s.hist.is_none() && self.sample_limit.is_some_and(|l| s.exact.len() >= l) {
-                let mut h = LatencyHistogram::new();
-                s.base = if provisional { min } else { Duration::ZERO };
-                for (_, r, v) in s.exact.drain(..) {
-                    let v = corrected_now(owd, *kind, Duration::from_nanos(v));
-                    h.record(r, v.saturating_sub(s.base).as_nanos());
-                }
-                s.exact.shrink_to_fit();
-                s.hist = Some(h);
-            }
-            match &mut s.hist {
-                Some(h) => {
-                    if provisional && min < s.base {
-                        *h = h.shifted_up(s.base - min);
-                        s.base = min;
-                    }
-                    let v = corrected_now(owd, *kind, raw).saturating_sub(s.base);
-                    h.record(o.retransmissions, v.as_nanos());
-                }
-                None => s.exact.push((m.index, o.retransmissions, raw.as_nanos())),
+        let kinds: Vec<LatencyKind> = self.samples.keys().copied().collect();
+        for kind in kinds {
+            if let Some(raw) = raw_latency(&o, kind) {
+                self.record(kind, m.index, o.retransmissions, raw);
             }
         }
-        let Some(kind) = self.slowest_kind else {
-            return;
-        };
-        let trail = MessageTrail {
+        let trail = self.slowest_kind.map(|kind| MessageTrail {
             outcome: o,
             latency: raw_latency(&o, kind).map(|l| corrected_now(self.owd, kind, l)),
             copies: m.copies,
             arrivals: m.arrivals,
+        });
+        match &mut self.cum {
+            Some(cum) => {
+                // The trail waits too if the slowest message is chosen by
+                // the cumulative latency: its value is not known yet.
+                let by_cum = self.slowest_kind == Some(LatencyKind::AckCumulative);
+                let (trail, at_once) = if by_cum { (trail, None) } else { (None, trail) };
+                cum.waiting.insert(
+                    o.units.start,
+                    CumWaiting {
+                        index: m.index,
+                        retransmissions: o.retransmissions,
+                        first_tx: o.first_tx,
+                        acked: o.acked,
+                        abandoned: o.abandoned,
+                        end: o.units.end,
+                        trail,
+                    },
+                );
+                cum.peak = cum.peak.max(cum.waiting.len());
+                if let Some(t) = at_once {
+                    self.keep_trail(m.index, t, now);
+                }
+                self.pass_cumulative(now);
+            }
+            None => {
+                if let Some(t) = trail {
+                    self.keep_trail(m.index, t, now);
+                }
+            }
+        }
+    }
+
+    /// Records one latency sample of `kind` (raw: one-way delay not removed).
+    fn record(&mut self, kind: LatencyKind, index: u64, retransmissions: u32, raw: Duration) {
+        let owd = self.owd;
+        let min = self.min_one_way.unwrap_or(Duration::ZERO);
+        let limit = self.sample_limit;
+        let Some(s) = self.samples.get_mut(&kind) else {
+            return;
         };
+        // With `min-observed`, histogram values have the smallest
+        // one-way delay so far removed (every delivery latency is at
+        // least that): a later, smaller one shifts them up.
+        let provisional = matches!(owd, OwdCorrection::MinObserved) && kind.owd_corrected();
+        if s.hist.is_none() && limit.is_some_and(|l| s.exact.len() >= l) {
+            let mut h = LatencyHistogram::new();
+            s.base = if provisional { min } else { Duration::ZERO };
+            for (_, r, v) in s.exact.drain(..) {
+                let v = corrected_now(owd, kind, Duration::from_nanos(v));
+                h.record(r, v.saturating_sub(s.base).as_nanos());
+            }
+            s.exact.shrink_to_fit();
+            s.hist = Some(h);
+        }
+        match &mut s.hist {
+            Some(h) => {
+                if provisional && min < s.base {
+                    *h = h.shifted_up(s.base - min);
+                    s.base = min;
+                }
+                let v = corrected_now(owd, kind, raw).saturating_sub(s.base);
+                h.record(retransmissions, v.as_nanos());
+            }
+            None => s.exact.push((index, retransmissions, raw.as_nanos())),
+        }
+    }
+
+    /// Passes the cumulative ACK point over every waiting message with no
+    /// open message below it, in unit order: each gets its cumulative ACK
+    /// latency (and, if it waited with its path, becomes a slowest-message
+    /// candidate).
+    fn pass_cumulative(&mut self, now: Option<Instant>) {
+        loop {
+            let lowest_open = self.open.front().map(|m| m.outcome.units.start);
+            let Some(cum) = &mut self.cum else {
+                return;
+            };
+            let Some(entry) = cum.waiting.first_entry() else {
+                return;
+            };
+            if lowest_open.is_some_and(|o| o < *entry.key()) {
+                return;
+            }
+            let (start, w) = entry.remove_entry();
+            debug_assert!(start >= cum.passed);
+            cum.passed = cum.passed.max(w.end);
+            let point = if w.abandoned && w.acked.is_none() {
+                None
+            } else {
+                match w.acked {
+                    Some(a) if !cum.blocked => {
+                        let t = cum.front.map_or(a, |f| f.max(a));
+                        cum.front = Some(t);
+                        Some(t)
+                    }
+                    _ => {
+                        cum.blocked = true;
+                        None
+                    }
+                }
+            };
+            let latency = point
+                .zip(w.first_tx)
+                .map(|(end, tx)| end.saturating_duration_since(tx));
+            if let Some(l) = latency {
+                self.record(LatencyKind::AckCumulative, w.index, w.retransmissions, l);
+            }
+            if let Some(mut t) = w.trail {
+                t.latency = latency;
+                self.keep_trail(w.index, t, now);
+            }
+        }
+    }
+
+    /// A final message's path: the slowest so far if it is, and among the
+    /// recent ones.
+    fn keep_trail(&mut self, index: u64, trail: MessageTrail, now: Option<Instant>) {
         if let Some(l) = trail.latency {
             let better = match &self.slowest {
                 None => true,
                 Some((i, w, _)) => {
                     let b = w.latency.unwrap_or(Duration::ZERO);
-                    l > b || (l == b && m.index < *i)
+                    l > b || (l == b && index < *i)
                 }
             };
             if better {
-                let blocked_by = self.blocker(m.index, &trail);
-                self.slowest = Some((m.index, trail.clone(), blocked_by));
+                let blocked_by = self.blocker(index, &trail);
+                self.slowest = Some((index, trail.clone(), blocked_by));
             }
         }
         self.finalized += 1;
-        self.recent.push_back((self.finalized, m.index, trail));
+        self.recent.push_back((self.finalized, index, trail));
         self.prune_recent(now);
     }
 
     /// Forgets the kept paths that cannot be the message a later one waited
     /// for: those of messages more than [`RECENT_PATHS`] final messages ago,
     /// and, while records still come (`now`), those that did not arrive
-    /// after the earliest time a message open or yet to come can arrive (a
+    /// after the earliest time a message open, waiting with its path for the
+    /// cumulative ACK point, or yet to come can arrive (a
     /// blocker arrived after the blocked message: see
     /// [`FlowStream::blocker`]). An open message arrived at its
     /// `outcome.arrived` or arrives at `now` or later; so does every
@@ -809,10 +965,14 @@ impl FlowStream {
         let Some(now) = now else {
             return;
         };
+        // Final messages whose path waits for the cumulative ACK point are
+        // kept (and look for their blocker) later, like open ones.
+        let waiting = self.cum.iter().flat_map(|c| c.waiting.values());
         let floor = self
             .open
             .iter()
             .filter_map(|m| m.outcome.arrived)
+            .chain(waiting.filter_map(|w| w.trail.as_ref().and_then(|t| t.outcome.arrived)))
             .fold(now, Instant::min);
         self.recent
             .retain(|(_, _, t)| t.outcome.arrived.is_some_and(|x| x > floor));
@@ -863,7 +1023,13 @@ impl FlowStream {
             }
         }
         best.map(|(_, mut t)| {
-            t.latency = self.slowest_kind.and_then(|k| raw_latency(&t.outcome, k));
+            // A cumulative latency is not a function of the message alone:
+            // a recent trail carries the value it was passed with (an
+            // earlier message of the stream is below this one in unit
+            // order, so it was passed first).
+            if self.slowest_kind != Some(LatencyKind::AckCumulative) {
+                t.latency = self.slowest_kind.and_then(|k| raw_latency(&t.outcome, k));
+            }
             t
         })
     }
@@ -1029,7 +1195,7 @@ fn raw_latency(m: &MessageOutcome, kind: LatencyKind) -> Option<Duration> {
     let (end, start) = match kind {
         LatencyKind::AckFromFirstTx => (m.acked?, m.first_tx?),
         LatencyKind::AckFromSend => (m.acked?, m.sent),
-        // Refused by `FlowStream::new`.
+        // Not a function of the message alone: see `FlowStream::pass_cumulative`.
         LatencyKind::AckCumulative => return None,
         LatencyKind::Transport => (m.arrived?, m.sent),
         LatencyKind::Application => (m.delivered?, m.sent),

@@ -267,25 +267,6 @@ fn streaming_matches_the_whole_trace_analysis() {
     compare(3, 500, 0.0, 1);
 }
 
-// The cumulative ACK latency needs every earlier message: the streaming
-// analysis refuses it instead of reporting nothing.
-#[test]
-fn streaming_refuses_the_cumulative_ack_latency() {
-    for (kinds, slowest) in [
-        (vec![LatencyKind::AckCumulative], None),
-        (
-            vec![LatencyKind::Application],
-            Some(LatencyKind::AckCumulative),
-        ),
-    ] {
-        let r = crate::joined::FlowStream::new(OwdCorrection::MinObserved, &kinds, slowest);
-        assert!(
-            matches!(r, Err(MetricsError::StreamingUnsupported { .. })),
-            "accepted {kinds:?} / {slowest:?}"
-        );
-    }
-}
-
 /// Bytes acknowledged per interval, read chunk by chunk, equal the whole
 /// trace's series.
 fn compare_throughput(records: &[Record], chunk: usize, from: u64, to: u64, interval: u64) {
@@ -379,4 +360,240 @@ fn streamed_throughput_splits_pieces_like_the_whole_trace() {
         compare_throughput(&records, chunk, 0, 30, 4);
         compare_throughput(&records, chunk, 6, 26, 3);
     }
+}
+
+/// A synthetic two-sided trace for the cumulative ACK latency: `n`
+/// messages of 1..=3 units every 10 ms on one ordered stream; each unit's
+/// copy is lost with probability `loss` and sent again 200 ms later; each
+/// unit is acknowledged on its own, 20..50 ms after it arrived, so a
+/// message is often acknowledged piece by piece and later units before
+/// earlier ones; some messages are abandoned (after arriving, with or
+/// without an acknowledgement), and, if `stuck`, one message near the end
+/// is never acknowledged. Returns (sender, receiver) records.
+fn two_sided(seed: u64, n: u64, loss: f64, stuck: bool) -> (Vec<Record>, Vec<Record>) {
+    let mut rng = Seed(seed).rng();
+    let mut tx: Vec<(u64, u64, Record)> = Vec::new();
+    let mut rx: Vec<(u64, u64, Record)> = Vec::new();
+    let mut order = 0u64;
+    let mut push = |v: &mut Vec<(u64, u64, Record)>, t: u64, r: Record| {
+        order += 1;
+        v.push((t, order, r));
+    };
+    let at = Instant::from_nanos;
+    let ms = 1_000_000u64;
+    let mut unit = 0u64;
+    let mut delivered_up_to = 0u64;
+    for id in 0..n {
+        let t0 = id * 10 * ms;
+        let len = rng.range_inclusive(1, 3);
+        let units = Units::new(unit, unit + len);
+        unit += len;
+        push(
+            &mut tx,
+            t0,
+            Record::Submitted {
+                time: at(t0),
+                message: id,
+                stream: 0,
+                bytes: 100 * len as u32,
+                unordered: false,
+                units,
+            },
+        );
+        let abandon = rng.chance(0.02);
+        let abandon_acked = abandon && rng.chance(0.5);
+        let never_acked = stuck && id == n - 20;
+        let mut last_arrival = 0;
+        let mut last_ack = 0;
+        for u in units.start..units.end {
+            let mut t = t0;
+            let mut reason = TxReason::New;
+            let arrival = loop {
+                push(
+                    &mut tx,
+                    t,
+                    Record::PacketSent {
+                        time: at(t),
+                        wire_bytes: 0,
+                        data: vec![SentData {
+                            units: Units::one(u),
+                            bytes: 100,
+                            reason,
+                        }],
+                        control: 0,
+                    },
+                );
+                if !rng.chance(loss) {
+                    break t + 20 * ms;
+                }
+                t += 200 * ms;
+                reason = TxReason::TimeoutRetransmit;
+            };
+            push(
+                &mut rx,
+                arrival,
+                Record::Arrived {
+                    time: at(arrival),
+                    units: Units::one(u),
+                    bytes: 100,
+                    duplicate: false,
+                },
+            );
+            last_arrival = last_arrival.max(arrival);
+            if !never_acked && (!abandon || abandon_acked) {
+                let a = arrival + rng.range_inclusive(20, 50) * ms;
+                last_ack = last_ack.max(a);
+                push(
+                    &mut tx,
+                    a,
+                    Record::Acked {
+                        time: at(a),
+                        units: Units::one(u),
+                    },
+                );
+            }
+        }
+        // Given up on after what it got (an acknowledgement after the
+        // message was final would be a fact the streamed analysis cannot
+        // take back).
+        if abandon {
+            let a = last_arrival.max(last_ack) + 5 * ms;
+            push(&mut tx, a, Record::Abandoned { time: at(a), units });
+        }
+        // In order: delivered once it and every earlier message arrived.
+        delivered_up_to = delivered_up_to.max(last_arrival);
+        push(
+            &mut rx,
+            delivered_up_to,
+            Record::Delivered {
+                time: at(delivered_up_to),
+                stream: 0,
+                bytes: 100 * len as u32,
+                unordered: false,
+                units,
+            },
+        );
+    }
+    let sorted = |mut v: Vec<(u64, u64, Record)>| {
+        v.sort_by_key(|(t, o, _)| (*t, *o));
+        v.into_iter().map(|(_, _, r)| r).collect::<Vec<_>>()
+    };
+    (sorted(tx), sorted(rx))
+}
+
+/// The whole-trace analysis of a two-sided trace, raw latencies.
+fn whole_two_sided(tx: &[Record], rx: &[Record]) -> FlowAnalysis {
+    FlowAnalysis::build(
+        FlowInput {
+            sender: tx,
+            receiver: Some(rx),
+            app_sends: None,
+            duplicate_reports: None,
+        },
+        AnalysisOptions {
+            owd: OwdCorrection::None,
+            summary_latency: LatencyKind::AckCumulative,
+        },
+    )
+    .unwrap()
+}
+
+/// The streamed cumulative ACK latency (samples, and the slowest message
+/// chosen by it) against the whole-trace analysis, records fed `chunk`
+/// milliseconds at a time. Returns the most messages waiting at once.
+fn compare_cumulative(seed: u64, n: u64, loss: f64, stuck: bool, chunk_ms: u64) -> usize {
+    use crate::joined::FlowStream;
+    let (tx, rx) = two_sided(seed, n, loss, stuck);
+    let kinds = [LatencyKind::AckFromFirstTx, LatencyKind::AckCumulative];
+    let whole = whole_two_sided(&tx, &rx);
+    let mut s = FlowStream::new(
+        OwdCorrection::None,
+        &kinds,
+        Some(LatencyKind::AckCumulative),
+    )
+    .unwrap();
+    let end = tx.iter().chain(&rx).map(Record::time).max().unwrap();
+    let step = thinstream_base::Duration::from_millis(chunk_ms);
+    let (mut i, mut j) = (0, 0);
+    let mut upto = Instant::from_nanos(0);
+    while upto <= end {
+        upto = upto + step;
+        let a = i + tx[i..].partition_point(|r| r.time() <= upto);
+        let b = j + rx[j..].partition_point(|r| r.time() <= upto);
+        s.push(tx[i..a].to_vec(), rx[j..b].to_vec(), upto).unwrap();
+        (i, j) = (a, b);
+    }
+    let peak = s.peak_cumulative_waiting();
+    let (digest, slowest) = s.finish().unwrap();
+    let full = whole.digest(&kinds);
+    let cum = &full.latencies[&LatencyKind::AckCumulative];
+    let mine = &digest.latencies[&LatencyKind::AckCumulative];
+    let first_diff = mine.iter().zip(cum).position(|(a, b)| a != b);
+    assert_eq!(
+        (mine.len(), first_diff),
+        (cum.len(), None),
+        "seed {seed}: cumulative samples"
+    );
+    assert_eq!(
+        digest.latencies[&LatencyKind::AckFromFirstTx],
+        full.latencies[&LatencyKind::AckFromFirstTx],
+        "seed {seed}: ack samples"
+    );
+    // The slowest message by the cumulative latency: same value, same
+    // message (ties: the earliest).
+    let best = whole
+        .latencies(LatencyKind::AckCumulative)
+        .into_iter()
+        .fold(
+            None::<(&MessageOutcome, thinstream_base::Duration)>,
+            |b, (m, l)| match b {
+                Some((_, x)) if x >= l => b,
+                _ => Some((m, l)),
+            },
+        );
+    let slowest = slowest.expect("a slowest message");
+    let (m, l) = best.expect("some cumulative latency");
+    assert_eq!(
+        slowest.message.latency,
+        Some(l),
+        "seed {seed}: slowest value"
+    );
+    assert_eq!(
+        slowest.message.outcome.message, m.message,
+        "seed {seed}: slowest message"
+    );
+    peak
+}
+
+#[test]
+fn streamed_cumulative_ack_latency_matches_the_whole_trace() {
+    // Loss and piecewise, reordered acknowledgements: the cumulative value
+    // exceeds the first-acknowledgement one for some messages, and the
+    // messages waiting behind an open one stay bounded (a recovery of up to
+    // a few 200-ms rounds at one message per 10 ms), whatever `n` is.
+    for (seed, n, loss, chunk) in [(1, 3000, 0.05, 10), (2, 3000, 0.2, 1000), (3, 500, 0.0, 7)] {
+        let peak = compare_cumulative(seed, n, loss, false, chunk);
+        assert!(peak < 200, "seed {seed}: {peak} messages waiting at once");
+        let (tx, rx) = two_sided(seed, n, loss, false);
+        let whole = whole_two_sided(&tx, &rx);
+        let ack = whole.latencies(LatencyKind::AckFromFirstTx);
+        let cum = whole.latencies(LatencyKind::AckCumulative);
+        assert!(
+            cum.len() + 40 > n as usize,
+            "seed {seed}: {} values",
+            cum.len()
+        );
+        if loss > 0.0 {
+            let later = cum
+                .iter()
+                .filter(|(m, c)| ack.iter().any(|(a, l)| a.message == m.message && l < c))
+                .count();
+            assert!(
+                later > 50,
+                "seed {seed}: {later} messages waited for an earlier one"
+            );
+        }
+    }
+    // A message never acknowledged holds back every later one.
+    compare_cumulative(4, 1000, 0.05, true, 50);
 }
