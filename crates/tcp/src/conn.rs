@@ -972,7 +972,7 @@ impl Transport for TcpConnection {
             self.blocked_writer = true;
             return Err(SendError::BufferFull);
         }
-        let (start, end) = self.sq.write(message.payload, self.mss, now);
+        let (start, end) = self.sq.write(message.payload, self.mss, cap, now);
         let id = self.next_message;
         self.next_message += 1;
         if self.cfg.trace {

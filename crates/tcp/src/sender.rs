@@ -95,8 +95,19 @@ impl SendQueue {
     /// while that segment waits unsent behind the window (Linux
     /// `tcp_sendmsg` fills the last unsent skb up to the MSS); otherwise each
     /// write starts its own segment(s).
-    pub(crate) fn write(&mut self, data: &[u8], mss: u64, now: Instant) -> (u64, u64) {
+    ///
+    /// `limit` is the most the buffer will ever hold (the send buffer size):
+    /// its storage grows by doubling but never past that, so a writer that
+    /// keeps the buffer full (a thin stream behind a congested bottleneck)
+    /// costs `limit` bytes, not the next doubling above it.
+    pub(crate) fn write(&mut self, data: &[u8], mss: u64, limit: u64, now: Instant) -> (u64, u64) {
         let start = self.written;
+        let need = self.buf.len() + data.len();
+        if need > self.buf.capacity() {
+            let limit = usize::try_from(limit).unwrap_or(usize::MAX).max(need);
+            let target = self.buf.capacity().saturating_mul(2).clamp(need, limit);
+            self.buf.reserve_exact(target - self.buf.len());
+        }
         self.buf.extend(data);
         let end = start + data.len() as u64;
         let mut pos = start;
@@ -298,13 +309,13 @@ mod tests {
     fn writes_coalesce_only_while_unsent() {
         let mut q = SendQueue::default();
         let t = Instant::ZERO;
-        q.write(&[1; 100], 1448, t);
-        q.write(&[2; 100], 1448, t);
+        q.write(&[1; 100], 1448, u64::MAX, t);
+        q.write(&[2; 100], 1448, u64::MAX, t);
         assert_eq!(q.unsent.len(), 1);
         assert_eq!(q.unsent[0].len(), 200);
         let s = q.unsent.pop_front().unwrap();
         q.rtx.push_back(s);
-        q.write(&[3; 3000], 1448, t);
+        q.write(&[3; 3000], 1448, u64::MAX, t);
         let lens: Vec<u64> = q.unsent.iter().map(|s| s.len()).collect();
         assert_eq!(lens, vec![1448, 1448, 104]);
         assert_eq!(q.bytes(199, 201), vec![2, 3]);
@@ -319,7 +330,7 @@ mod tests {
         let mut wrapped = 0;
         for round in 0..40u32 {
             let data: Vec<u8> = (0..97u32).map(|i| (i * 7 + round) as u8).collect();
-            q.write(&data, 1448, t);
+            q.write(&data, 1448, u64::MAX, t);
             written.extend_from_slice(&data);
             while let Some(s) = q.unsent.pop_front() {
                 q.rtx.push_back(s);
@@ -345,12 +356,39 @@ mod tests {
         assert!(wrapped > 0, "the buffer never wrapped");
     }
 
+    // A writer keeping the buffer full (small writes up to the send buffer
+    // size, the front acknowledged and refilled) never makes the storage
+    // grow past that size.
+    #[test]
+    fn storage_stays_within_the_send_buffer_size() {
+        let mut q = SendQueue::default();
+        let t = Instant::ZERO;
+        let limit = 256 * 1024;
+        for round in 0..3u64 {
+            while q.buffered() + 120 <= limit {
+                q.write(&[round as u8; 120], 1448, limit, t);
+            }
+            assert!(q.buf.capacity() as u64 >= q.buffered());
+            assert!(
+                q.buf.capacity() as u64 <= limit,
+                "round {round}: capacity {} above the limit {limit}",
+                q.buf.capacity()
+            );
+            while let Some(s) = q.unsent.pop_front() {
+                q.rtx.push_back(s);
+            }
+            let una = q.written - 1000;
+            q.ack(una + 1);
+        }
+        assert_eq!(q.bytes(q.written - 1, q.written), vec![2]);
+    }
+
     #[test]
     fn partial_ack_trims_and_sack_marks_whole_segments() {
         let mut q = SendQueue::default();
         let t = Instant::ZERO;
         for _ in 0..4 {
-            q.write(&[0; 100], 1448, t);
+            q.write(&[0; 100], 1448, u64::MAX, t);
             let s = q.unsent.pop_front().unwrap();
             q.rtx.push_back(s);
         }
