@@ -179,7 +179,9 @@ pub struct FlowStream {
     /// the front.
     open: VecDeque<Open>,
     /// Application send times not yet matched to a `Submitted` record.
-    app_sends: BTreeMap<u64, Instant>,
+    /// Sorted by message; mostly appended at the back and taken from the
+    /// front (messages are submitted in the order the application sent them).
+    app_sends: VecDeque<(u64, Instant)>,
     submitted: u64,
     done: UnitSet,
     first_tx: RangeMap<Instant>,
@@ -196,6 +198,8 @@ pub struct FlowStream {
     delivered_messages: u64,
     undelivered_waited: Vec<(u64, Instant)>,
     samples: BTreeMap<LatencyKind, Samples>,
+    /// The keys of `samples`, in order (read per final message).
+    sample_kinds: Vec<LatencyKind>,
     min_one_way: Option<Duration>,
     reasons: BTreeMap<TxReason, u64>,
     /// (nth capped at 3, reason) → (count, spurious).
@@ -254,7 +258,7 @@ impl FlowStream {
             slowest_kind: slowest,
             sample_limit: None,
             open: VecDeque::new(),
-            app_sends: BTreeMap::new(),
+            app_sends: VecDeque::new(),
             submitted: 0,
             done: UnitSet::default(),
             first_tx: RangeMap::new(),
@@ -270,6 +274,12 @@ impl FlowStream {
             delivered_messages: 0,
             undelivered_waited: Vec::new(),
             samples: kinds.iter().map(|k| (*k, Samples::default())).collect(),
+            sample_kinds: {
+                let mut k = kinds.to_vec();
+                k.sort();
+                k.dedup();
+                k
+            },
             min_one_way: None,
             reasons: TxReason::ALL.iter().map(|r| (*r, 0)).collect(),
             reason_rows: BTreeMap::new(),
@@ -319,7 +329,15 @@ impl FlowStream {
     /// read (and must not be later than it).
     pub fn app_sends(&mut self, sends: impl IntoIterator<Item = AppSend>) {
         for a in sends {
-            self.app_sends.insert(a.message, a.time);
+            match self.app_sends.back() {
+                Some((m, _)) if *m >= a.message => {
+                    match self.app_sends.binary_search_by_key(&a.message, |(m, _)| *m) {
+                        Ok(i) => self.app_sends[i].1 = a.time,
+                        Err(i) => self.app_sends.insert(i, (a.message, a.time)),
+                    }
+                }
+                _ => self.app_sends.push_back((a.message, a.time)),
+            }
         }
     }
 
@@ -513,7 +531,15 @@ impl FlowStream {
                         what: "the cumulative ACK latency of a message submitted below units already passed by the cumulative ACK point",
                     });
                 }
-                let sent = match self.app_sends.remove(message) {
+                let app = match self.app_sends.front() {
+                    Some((m, _)) if m == message => self.app_sends.pop_front(),
+                    _ => self
+                        .app_sends
+                        .binary_search_by_key(message, |(m, _)| *m)
+                        .ok()
+                        .and_then(|i| self.app_sends.remove(i)),
+                };
+                let sent = match app.map(|(_, t)| t) {
                     Some(t) if t > time => {
                         return Err(MetricsError::AppSendAfterSubmit {
                             message: *message,
@@ -801,8 +827,8 @@ impl FlowStream {
             let d = a.saturating_duration_since(tx);
             self.min_one_way = Some(self.min_one_way.map_or(d, |x| x.min(d)));
         }
-        let kinds: Vec<LatencyKind> = self.samples.keys().copied().collect();
-        for kind in kinds {
+        for k in 0..self.sample_kinds.len() {
+            let kind = self.sample_kinds[k];
             if let Some(raw) = raw_latency(&o, kind) {
                 self.record(kind, m.index, o.retransmissions, raw);
             }

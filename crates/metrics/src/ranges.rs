@@ -61,6 +61,11 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return 0;
         }
+        if self.map.back().is_none_or(|(_, e, _)| *e <= r.start) {
+            // Above every range (new data of an in-order stream).
+            self.map.push_back((r.start, r.end, v));
+            return r.len();
+        }
         let mut i = self.first_ending_after(r.start);
         let mut cursor = r.start;
         let mut added = 0;
@@ -89,6 +94,13 @@ impl<V: Copy> RangeMap<V> {
     {
         if r.is_empty() {
             return None;
+        }
+        if self.map.back().is_none_or(|(_, e, _)| *e <= r.start) {
+            // Above every range: one new range from `init`.
+            let mut v = init;
+            f(&mut v);
+            self.map.push_back((r.start, r.end, v));
+            return Some(init);
         }
         self.split_at(r.start);
         self.split_at(r.end);
@@ -172,15 +184,39 @@ impl<V: Copy> RangeMap<V> {
     }
 
     /// Forgets the values of the units of `r`.
+    /// One search: a final message's units are usually whole ranges at
+    /// the front.
     pub(crate) fn remove(&mut self, r: Units) {
         if r.is_empty() {
             return;
         }
-        self.split_at(r.start);
-        self.split_at(r.end);
-        let from = self.first_starting_from(r.start);
-        let to = self.first_starting_from(r.end);
-        self.map.drain(from..to);
+        let mut from = self.first_ending_after(r.start);
+        let Some(&(s, e, v)) = self.map.get(from).filter(|(s, _, _)| *s < r.end) else {
+            return;
+        };
+        if s < r.start {
+            // Keep the part below `r` (and above, if `r` is inside).
+            self.map[from] = (s, r.start, v);
+            if e > r.end {
+                self.map.insert(from + 1, (r.end, e, v));
+                return;
+            }
+            from += 1;
+        }
+        let mut to = from;
+        while self.map.get(to).is_some_and(|(_, e, _)| *e <= r.end) {
+            to += 1;
+        }
+        if let Some(next) = self.map.get_mut(to).filter(|(s, _, _)| *s < r.end) {
+            next.0 = r.end;
+        }
+        if from == 0 {
+            for _ in 0..to {
+                self.map.pop_front();
+            }
+        } else {
+            self.map.drain(from..to);
+        }
     }
 
     /// Stored ranges.
@@ -224,6 +260,22 @@ pub(crate) struct UnitSet {
 impl UnitSet {
     pub(crate) fn insert(&mut self, r: Units) {
         let (mut s, mut e) = (r.start, r.end);
+        match self.map.back_mut() {
+            // In-order finishing: the set grows at its end.
+            Some(b) if b.0 <= s && b.1 == s => {
+                b.1 = b.1.max(e);
+                return;
+            }
+            Some(b) if b.1 < s => {
+                self.map.push_back((s, e));
+                return;
+            }
+            None => {
+                self.map.push_back((s, e));
+                return;
+            }
+            _ => {}
+        }
         // The first range starting after `s`.
         let next = self.map.partition_point(|(ps, _)| *ps <= s);
         let mut from = next;
@@ -250,6 +302,13 @@ impl UnitSet {
         let mut out = Parts::default();
         let mut cursor = r.start;
         let mut inside = 0;
+        if self.map.back().is_none_or(|(_, e)| *e <= r.start) {
+            // Nothing final at or above `r`.
+            if cursor < r.end {
+                out.push(r);
+            }
+            return (out, inside);
+        }
         let first = self
             .map
             .partition_point(|(s, _)| *s <= r.start)
