@@ -352,26 +352,32 @@ impl FlowStream {
     ) -> Result<(), MetricsError> {
         let mut sides = [sender, receiver];
         for (k, recs) in sides.iter_mut().enumerate() {
-            let mut all = std::mem::take(&mut self.held[k]);
-            all.append(recs);
+            // The chunk itself when nothing was held back (no copy).
+            let mut all = std::mem::take(recs);
+            if !self.held[k].is_empty() {
+                let mut held = std::mem::take(&mut self.held[k]);
+                held.append(&mut all);
+                all = held;
+            }
             let cut = all.partition_point(|r| r.time() < upto);
             self.held[k] = all.split_off(cut);
             *recs = all;
         }
         let [sender, receiver] = sides;
-        self.merge(sender, receiver)
+        self.merge(&sender, &receiver)
     }
 
-    fn merge(&mut self, sender: Vec<Record>, receiver: Vec<Record>) -> Result<(), MetricsError> {
-        let mut rx = receiver.into_iter().peekable();
+    fn merge(&mut self, sender: &[Record], receiver: &[Record]) -> Result<(), MetricsError> {
+        let mut rx = receiver.iter().peekable();
         for s in sender {
-            while let Some(r) = rx.next_if(|r| r.time() <= s.time()) {
-                self.receiver_record(&r)?;
+            let t = s.time();
+            while let Some(r) = rx.next_if(|r| r.time() <= t) {
+                self.receiver_record(r)?;
             }
-            self.sender_record(&s)?;
+            self.sender_record(s)?;
         }
         for r in rx {
-            self.receiver_record(&r)?;
+            self.receiver_record(r)?;
         }
         Ok(())
     }
@@ -1065,7 +1071,7 @@ impl FlowStream {
     /// submission order) and the slowest message's trail.
     pub fn finish(mut self) -> Result<(FlowDigest, Option<SlowestTrail>), MetricsError> {
         let [s, r] = std::mem::take(&mut self.held);
-        self.merge(s, r)?;
+        self.merge(&s, &r)?;
         // Open messages become final in submission order.
         let mut rest: Vec<(u64, u64)> = self
             .open
