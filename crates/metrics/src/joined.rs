@@ -156,7 +156,9 @@ struct CumWaiting {
 #[derive(Clone, Debug, Default)]
 struct CumAck {
     /// Final messages by first unit, not yet passed.
-    waiting: BTreeMap<u64, CumWaiting>,
+    /// Sorted by first unit (mostly appended: messages become final in
+    /// order).
+    waiting: VecDeque<(u64, CumWaiting)>,
     /// Latest acknowledgement over the messages passed.
     front: Option<Instant>,
     /// A passed message was never acknowledged: no later one has a value.
@@ -748,7 +750,7 @@ impl FlowStream {
             f(t);
         }
         if let Some(c) = &mut self.cum {
-            for w in c.waiting.values_mut() {
+            for (_, w) in c.waiting.iter_mut() {
                 if let Some(t) = &mut w.trail {
                     f(t);
                 }
@@ -791,29 +793,14 @@ impl FlowStream {
             return;
         };
         let u = m.outcome.units;
-        m.outcome.first_tx = self.first_tx.min_any(u);
-        m.outcome.retransmissions = self
-            .tx_count
-            .overlapping(u)
-            .map(|(_, c)| c)
-            .max()
-            .unwrap_or(0)
-            .saturating_sub(1);
-        m.outcome.acked = self.acked.max_if_covered(u);
-        m.outcome.arrived = self.arrived.max_if_covered(u);
-        m.outcome.delivered = self.delivered.max_if_covered(u);
-        m.outcome.abandoned = self.abandoned.overlapping(u).next().is_some();
-        for map in [
-            &mut self.first_tx,
-            &mut self.last_tx,
-            &mut self.acked,
-            &mut self.arrived,
-            &mut self.delivered,
-            &mut self.abandoned,
-        ] {
-            map.remove(u);
-        }
-        self.tx_count.remove(u);
+        // Each map's facts of the message, taken out of it.
+        m.outcome.first_tx = self.first_tx.take(u).min;
+        m.outcome.retransmissions = self.tx_count.take(u).max.unwrap_or(0).saturating_sub(1);
+        m.outcome.acked = self.acked.take(u).max_if_covered();
+        m.outcome.arrived = self.arrived.take(u).max_if_covered();
+        m.outcome.delivered = self.delivered.take(u).max_if_covered();
+        m.outcome.abandoned = self.abandoned.take(u).max.is_some();
+        self.last_tx.remove(u);
         self.done.insert(u);
         self.account(m, now);
     }
@@ -851,18 +838,25 @@ impl FlowStream {
                 // the cumulative latency: its value is not known yet.
                 let by_cum = self.slowest_kind == Some(LatencyKind::AckCumulative);
                 let (trail, at_once) = if by_cum { (trail, None) } else { (None, trail) };
-                cum.waiting.insert(
-                    o.units.start,
-                    CumWaiting {
-                        index: m.index,
-                        retransmissions: o.retransmissions,
-                        first_tx: o.first_tx,
-                        acked: o.acked,
-                        abandoned: o.abandoned,
-                        end: o.units.end,
-                        trail,
-                    },
-                );
+                let w = CumWaiting {
+                    index: m.index,
+                    retransmissions: o.retransmissions,
+                    first_tx: o.first_tx,
+                    acked: o.acked,
+                    abandoned: o.abandoned,
+                    end: o.units.end,
+                    trail,
+                };
+                let key = o.units.start;
+                match cum.waiting.back() {
+                    Some((k, _)) if *k >= key => {
+                        match cum.waiting.binary_search_by_key(&key, |(k, _)| *k) {
+                            Ok(i) => cum.waiting[i].1 = w,
+                            Err(i) => cum.waiting.insert(i, (key, w)),
+                        }
+                    }
+                    _ => cum.waiting.push_back((key, w)),
+                }
                 cum.peak = cum.peak.max(cum.waiting.len());
                 if let Some(t) = at_once {
                     self.keep_trail(m.index, t, now);
@@ -922,13 +916,15 @@ impl FlowStream {
             let Some(cum) = &mut self.cum else {
                 return;
             };
-            let Some(entry) = cum.waiting.first_entry() else {
+            let Some(&(key, _)) = cum.waiting.front() else {
                 return;
             };
-            if lowest_open.is_some_and(|o| o < *entry.key()) {
+            if lowest_open.is_some_and(|o| o < key) {
                 return;
             }
-            let (start, w) = entry.remove_entry();
+            let Some((start, w)) = cum.waiting.pop_front() else {
+                return;
+            };
             debug_assert!(start >= cum.passed);
             cum.passed = cum.passed.max(w.end);
             let point = if w.abandoned && w.acked.is_none() {
@@ -999,7 +995,10 @@ impl FlowStream {
         };
         // Final messages whose path waits for the cumulative ACK point are
         // kept (and look for their blocker) later, like open ones.
-        let waiting = self.cum.iter().flat_map(|c| c.waiting.values());
+        let waiting = self
+            .cum
+            .iter()
+            .flat_map(|c| c.waiting.iter().map(|(_, w)| w));
         let floor = self
             .open
             .iter()

@@ -190,7 +190,48 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return;
         }
-        let mut from = self.first_ending_after(r.start);
+        self.remove_from(self.first_ending_after(r.start), r);
+    }
+
+    /// Forgets the values of the units of `r` and says what they were
+    /// (one search for what `max_if_covered`, `min_any` and `remove`
+    /// would do in turn).
+    pub(crate) fn take(&mut self, r: Units) -> Taken<V>
+    where
+        V: Ord,
+    {
+        let mut t = Taken {
+            covered: false,
+            min: None,
+            max: None,
+        };
+        if r.is_empty() {
+            return t;
+        }
+        let from = self.first_ending_after(r.start);
+        let mut cursor = Some(r.start);
+        for &(s, e, v) in self.map.range(from..) {
+            if s >= r.end {
+                break;
+            }
+            if cursor != Some(s.max(r.start)) {
+                cursor = None;
+            } else {
+                cursor = Some(e.min(r.end));
+            }
+            t.min = Some(t.min.map_or(v, |m: V| m.min(v)));
+            t.max = Some(match t.max {
+                Some(m) if m >= v => m,
+                _ => v,
+            });
+        }
+        t.covered = cursor == Some(r.end);
+        self.remove_from(from, r);
+        t
+    }
+
+    /// `remove` with the index of the first range ending after `r.start`.
+    fn remove_from(&mut self, mut from: usize, r: Units) {
         let Some(&(s, e, v)) = self.map.get(from).filter(|(s, _, _)| *s < r.end) else {
             return;
         };
@@ -227,6 +268,26 @@ impl<V: Copy> RangeMap<V> {
 
 /// The parts of a unit range (see [`UnitSet::outside`]): the first one
 /// inline, since there is almost always one at most.
+/// What [`RangeMap::take`] removed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Taken<V> {
+    /// Every unit had a value.
+    pub covered: bool,
+    pub min: Option<V>,
+    pub max: Option<V>,
+}
+
+impl<V: Copy> Taken<V> {
+    /// The largest value if every unit had one (`max_if_covered`).
+    pub(crate) fn max_if_covered(&self) -> Option<V> {
+        if self.covered {
+            self.max
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Parts {
     first: Option<Units>,
@@ -445,8 +506,17 @@ mod tests {
                         }
                         assert_eq!(got, want);
                     }
-                    2 => {
+                    2 if step % 2 == 0 => {
                         m.remove(r);
+                        model[cells.clone()].iter_mut().for_each(|c| *c = None);
+                    }
+                    2 => {
+                        let t = m.take(r);
+                        let rc = &model[cells.clone()];
+                        let covered = rc.iter().all(Option::is_some);
+                        assert_eq!(t.covered, covered);
+                        assert_eq!(t.min, rc.iter().flatten().min().copied());
+                        assert_eq!(t.max, rc.iter().flatten().max().copied());
                         model[cells.clone()].iter_mut().for_each(|c| *c = None);
                     }
                     _ => {
