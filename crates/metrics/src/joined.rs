@@ -156,7 +156,9 @@ struct CumWaiting {
 #[derive(Clone, Debug, Default)]
 struct CumAck {
     /// Final messages by first unit, not yet passed.
-    waiting: BTreeMap<u64, CumWaiting>,
+    /// Sorted by first unit (mostly appended: messages become final in
+    /// order).
+    waiting: VecDeque<(u64, CumWaiting)>,
     /// Latest acknowledgement over the messages passed.
     front: Option<Instant>,
     /// A passed message was never acknowledged: no later one has a value.
@@ -179,7 +181,9 @@ pub struct FlowStream {
     /// the front.
     open: VecDeque<Open>,
     /// Application send times not yet matched to a `Submitted` record.
-    app_sends: BTreeMap<u64, Instant>,
+    /// Sorted by message; mostly appended at the back and taken from the
+    /// front (messages are submitted in the order the application sent them).
+    app_sends: VecDeque<(u64, Instant)>,
     submitted: u64,
     done: UnitSet,
     first_tx: RangeMap<Instant>,
@@ -196,6 +200,8 @@ pub struct FlowStream {
     delivered_messages: u64,
     undelivered_waited: Vec<(u64, Instant)>,
     samples: BTreeMap<LatencyKind, Samples>,
+    /// The keys of `samples`, in order (read per final message).
+    sample_kinds: Vec<LatencyKind>,
     min_one_way: Option<Duration>,
     reasons: BTreeMap<TxReason, u64>,
     /// (nth capped at 3, reason) → (count, spurious).
@@ -254,7 +260,7 @@ impl FlowStream {
             slowest_kind: slowest,
             sample_limit: None,
             open: VecDeque::new(),
-            app_sends: BTreeMap::new(),
+            app_sends: VecDeque::new(),
             submitted: 0,
             done: UnitSet::default(),
             first_tx: RangeMap::new(),
@@ -270,6 +276,12 @@ impl FlowStream {
             delivered_messages: 0,
             undelivered_waited: Vec::new(),
             samples: kinds.iter().map(|k| (*k, Samples::default())).collect(),
+            sample_kinds: {
+                let mut k = kinds.to_vec();
+                k.sort();
+                k.dedup();
+                k
+            },
             min_one_way: None,
             reasons: TxReason::ALL.iter().map(|r| (*r, 0)).collect(),
             reason_rows: BTreeMap::new(),
@@ -319,7 +331,15 @@ impl FlowStream {
     /// read (and must not be later than it).
     pub fn app_sends(&mut self, sends: impl IntoIterator<Item = AppSend>) {
         for a in sends {
-            self.app_sends.insert(a.message, a.time);
+            match self.app_sends.back() {
+                Some((m, _)) if *m >= a.message => {
+                    match self.app_sends.binary_search_by_key(&a.message, |(m, _)| *m) {
+                        Ok(i) => self.app_sends[i].1 = a.time,
+                        Err(i) => self.app_sends.insert(i, (a.message, a.time)),
+                    }
+                }
+                _ => self.app_sends.push_back((a.message, a.time)),
+            }
         }
     }
 
@@ -334,26 +354,32 @@ impl FlowStream {
     ) -> Result<(), MetricsError> {
         let mut sides = [sender, receiver];
         for (k, recs) in sides.iter_mut().enumerate() {
-            let mut all = std::mem::take(&mut self.held[k]);
-            all.append(recs);
+            // The chunk itself when nothing was held back (no copy).
+            let mut all = std::mem::take(recs);
+            if !self.held[k].is_empty() {
+                let mut held = std::mem::take(&mut self.held[k]);
+                held.append(&mut all);
+                all = held;
+            }
             let cut = all.partition_point(|r| r.time() < upto);
             self.held[k] = all.split_off(cut);
             *recs = all;
         }
         let [sender, receiver] = sides;
-        self.merge(sender, receiver)
+        self.merge(&sender, &receiver)
     }
 
-    fn merge(&mut self, sender: Vec<Record>, receiver: Vec<Record>) -> Result<(), MetricsError> {
-        let mut rx = receiver.into_iter().peekable();
+    fn merge(&mut self, sender: &[Record], receiver: &[Record]) -> Result<(), MetricsError> {
+        let mut rx = receiver.iter().peekable();
         for s in sender {
-            while let Some(r) = rx.next_if(|r| r.time() <= s.time()) {
-                self.receiver_record(&r)?;
+            let t = s.time();
+            while let Some(r) = rx.next_if(|r| r.time() <= t) {
+                self.receiver_record(r)?;
             }
-            self.sender_record(&s)?;
+            self.sender_record(s)?;
         }
         for r in rx {
-            self.receiver_record(&r)?;
+            self.receiver_record(r)?;
         }
         Ok(())
     }
@@ -513,7 +539,15 @@ impl FlowStream {
                         what: "the cumulative ACK latency of a message submitted below units already passed by the cumulative ACK point",
                     });
                 }
-                let sent = match self.app_sends.remove(message) {
+                let app = match self.app_sends.front() {
+                    Some((m, _)) if m == message => self.app_sends.pop_front(),
+                    _ => self
+                        .app_sends
+                        .binary_search_by_key(message, |(m, _)| *m)
+                        .ok()
+                        .and_then(|i| self.app_sends.remove(i)),
+                };
+                let sent = match app.map(|(_, t)| t) {
                     Some(t) if t > time => {
                         return Err(MetricsError::AppSendAfterSubmit {
                             message: *message,
@@ -716,7 +750,7 @@ impl FlowStream {
             f(t);
         }
         if let Some(c) = &mut self.cum {
-            for w in c.waiting.values_mut() {
+            for (_, w) in c.waiting.iter_mut() {
                 if let Some(t) = &mut w.trail {
                     f(t);
                 }
@@ -759,29 +793,14 @@ impl FlowStream {
             return;
         };
         let u = m.outcome.units;
-        m.outcome.first_tx = self.first_tx.min_any(u);
-        m.outcome.retransmissions = self
-            .tx_count
-            .overlapping(u)
-            .map(|(_, c)| c)
-            .max()
-            .unwrap_or(0)
-            .saturating_sub(1);
-        m.outcome.acked = self.acked.max_if_covered(u);
-        m.outcome.arrived = self.arrived.max_if_covered(u);
-        m.outcome.delivered = self.delivered.max_if_covered(u);
-        m.outcome.abandoned = self.abandoned.overlapping(u).next().is_some();
-        for map in [
-            &mut self.first_tx,
-            &mut self.last_tx,
-            &mut self.acked,
-            &mut self.arrived,
-            &mut self.delivered,
-            &mut self.abandoned,
-        ] {
-            map.remove(u);
-        }
-        self.tx_count.remove(u);
+        // Each map's facts of the message, taken out of it.
+        m.outcome.first_tx = self.first_tx.take(u).min;
+        m.outcome.retransmissions = self.tx_count.take(u).max.unwrap_or(0).saturating_sub(1);
+        m.outcome.acked = self.acked.take(u).max_if_covered();
+        m.outcome.arrived = self.arrived.take(u).max_if_covered();
+        m.outcome.delivered = self.delivered.take(u).max_if_covered();
+        m.outcome.abandoned = self.abandoned.take(u).max.is_some();
+        self.last_tx.remove(u);
         self.done.insert(u);
         self.account(m, now);
     }
@@ -801,8 +820,8 @@ impl FlowStream {
             let d = a.saturating_duration_since(tx);
             self.min_one_way = Some(self.min_one_way.map_or(d, |x| x.min(d)));
         }
-        let kinds: Vec<LatencyKind> = self.samples.keys().copied().collect();
-        for kind in kinds {
+        for k in 0..self.sample_kinds.len() {
+            let kind = self.sample_kinds[k];
             if let Some(raw) = raw_latency(&o, kind) {
                 self.record(kind, m.index, o.retransmissions, raw);
             }
@@ -819,18 +838,25 @@ impl FlowStream {
                 // the cumulative latency: its value is not known yet.
                 let by_cum = self.slowest_kind == Some(LatencyKind::AckCumulative);
                 let (trail, at_once) = if by_cum { (trail, None) } else { (None, trail) };
-                cum.waiting.insert(
-                    o.units.start,
-                    CumWaiting {
-                        index: m.index,
-                        retransmissions: o.retransmissions,
-                        first_tx: o.first_tx,
-                        acked: o.acked,
-                        abandoned: o.abandoned,
-                        end: o.units.end,
-                        trail,
-                    },
-                );
+                let w = CumWaiting {
+                    index: m.index,
+                    retransmissions: o.retransmissions,
+                    first_tx: o.first_tx,
+                    acked: o.acked,
+                    abandoned: o.abandoned,
+                    end: o.units.end,
+                    trail,
+                };
+                let key = o.units.start;
+                match cum.waiting.back() {
+                    Some((k, _)) if *k >= key => {
+                        match cum.waiting.binary_search_by_key(&key, |(k, _)| *k) {
+                            Ok(i) => cum.waiting[i].1 = w,
+                            Err(i) => cum.waiting.insert(i, (key, w)),
+                        }
+                    }
+                    _ => cum.waiting.push_back((key, w)),
+                }
                 cum.peak = cum.peak.max(cum.waiting.len());
                 if let Some(t) = at_once {
                     self.keep_trail(m.index, t, now);
@@ -890,13 +916,15 @@ impl FlowStream {
             let Some(cum) = &mut self.cum else {
                 return;
             };
-            let Some(entry) = cum.waiting.first_entry() else {
+            let Some(&(key, _)) = cum.waiting.front() else {
                 return;
             };
-            if lowest_open.is_some_and(|o| o < *entry.key()) {
+            if lowest_open.is_some_and(|o| o < key) {
                 return;
             }
-            let (start, w) = entry.remove_entry();
+            let Some((start, w)) = cum.waiting.pop_front() else {
+                return;
+            };
             debug_assert!(start >= cum.passed);
             cum.passed = cum.passed.max(w.end);
             let point = if w.abandoned && w.acked.is_none() {
@@ -967,7 +995,10 @@ impl FlowStream {
         };
         // Final messages whose path waits for the cumulative ACK point are
         // kept (and look for their blocker) later, like open ones.
-        let waiting = self.cum.iter().flat_map(|c| c.waiting.values());
+        let waiting = self
+            .cum
+            .iter()
+            .flat_map(|c| c.waiting.iter().map(|(_, w)| w));
         let floor = self
             .open
             .iter()
@@ -1039,7 +1070,7 @@ impl FlowStream {
     /// submission order) and the slowest message's trail.
     pub fn finish(mut self) -> Result<(FlowDigest, Option<SlowestTrail>), MetricsError> {
         let [s, r] = std::mem::take(&mut self.held);
-        self.merge(s, r)?;
+        self.merge(&s, &r)?;
         // Open messages become final in submission order.
         let mut rest: Vec<(u64, u64)> = self
             .open

@@ -61,6 +61,11 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return 0;
         }
+        if self.map.back().is_none_or(|(_, e, _)| *e <= r.start) {
+            // Above every range (new data of an in-order stream).
+            self.map.push_back((r.start, r.end, v));
+            return r.len();
+        }
         let mut i = self.first_ending_after(r.start);
         let mut cursor = r.start;
         let mut added = 0;
@@ -89,6 +94,13 @@ impl<V: Copy> RangeMap<V> {
     {
         if r.is_empty() {
             return None;
+        }
+        if self.map.back().is_none_or(|(_, e, _)| *e <= r.start) {
+            // Above every range: one new range from `init`.
+            let mut v = init;
+            f(&mut v);
+            self.map.push_back((r.start, r.end, v));
+            return Some(init);
         }
         self.split_at(r.start);
         self.split_at(r.end);
@@ -172,15 +184,80 @@ impl<V: Copy> RangeMap<V> {
     }
 
     /// Forgets the values of the units of `r`.
+    /// One search: a final message's units are usually whole ranges at
+    /// the front.
     pub(crate) fn remove(&mut self, r: Units) {
         if r.is_empty() {
             return;
         }
-        self.split_at(r.start);
-        self.split_at(r.end);
-        let from = self.first_starting_from(r.start);
-        let to = self.first_starting_from(r.end);
-        self.map.drain(from..to);
+        self.remove_from(self.first_ending_after(r.start), r);
+    }
+
+    /// Forgets the values of the units of `r` and says what they were
+    /// (one search for what `max_if_covered`, `min_any` and `remove`
+    /// would do in turn).
+    pub(crate) fn take(&mut self, r: Units) -> Taken<V>
+    where
+        V: Ord,
+    {
+        let mut t = Taken {
+            covered: false,
+            min: None,
+            max: None,
+        };
+        if r.is_empty() {
+            return t;
+        }
+        let from = self.first_ending_after(r.start);
+        let mut cursor = Some(r.start);
+        for &(s, e, v) in self.map.range(from..) {
+            if s >= r.end {
+                break;
+            }
+            if cursor != Some(s.max(r.start)) {
+                cursor = None;
+            } else {
+                cursor = Some(e.min(r.end));
+            }
+            t.min = Some(t.min.map_or(v, |m: V| m.min(v)));
+            t.max = Some(match t.max {
+                Some(m) if m >= v => m,
+                _ => v,
+            });
+        }
+        t.covered = cursor == Some(r.end);
+        self.remove_from(from, r);
+        t
+    }
+
+    /// `remove` with the index of the first range ending after `r.start`.
+    fn remove_from(&mut self, mut from: usize, r: Units) {
+        let Some(&(s, e, v)) = self.map.get(from).filter(|(s, _, _)| *s < r.end) else {
+            return;
+        };
+        if s < r.start {
+            // Keep the part below `r` (and above, if `r` is inside).
+            self.map[from] = (s, r.start, v);
+            if e > r.end {
+                self.map.insert(from + 1, (r.end, e, v));
+                return;
+            }
+            from += 1;
+        }
+        let mut to = from;
+        while self.map.get(to).is_some_and(|(_, e, _)| *e <= r.end) {
+            to += 1;
+        }
+        if let Some(next) = self.map.get_mut(to).filter(|(s, _, _)| *s < r.end) {
+            next.0 = r.end;
+        }
+        if from == 0 {
+            for _ in 0..to {
+                self.map.pop_front();
+            }
+        } else {
+            self.map.drain(from..to);
+        }
     }
 
     /// Stored ranges.
@@ -191,6 +268,26 @@ impl<V: Copy> RangeMap<V> {
 
 /// The parts of a unit range (see [`UnitSet::outside`]): the first one
 /// inline, since there is almost always one at most.
+/// What [`RangeMap::take`] removed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Taken<V> {
+    /// Every unit had a value.
+    pub covered: bool,
+    pub min: Option<V>,
+    pub max: Option<V>,
+}
+
+impl<V: Copy> Taken<V> {
+    /// The largest value if every unit had one (`max_if_covered`).
+    pub(crate) fn max_if_covered(&self) -> Option<V> {
+        if self.covered {
+            self.max
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Parts {
     first: Option<Units>,
@@ -224,6 +321,22 @@ pub(crate) struct UnitSet {
 impl UnitSet {
     pub(crate) fn insert(&mut self, r: Units) {
         let (mut s, mut e) = (r.start, r.end);
+        match self.map.back_mut() {
+            // In-order finishing: the set grows at its end.
+            Some(b) if b.0 <= s && b.1 == s => {
+                b.1 = b.1.max(e);
+                return;
+            }
+            Some(b) if b.1 < s => {
+                self.map.push_back((s, e));
+                return;
+            }
+            None => {
+                self.map.push_back((s, e));
+                return;
+            }
+            _ => {}
+        }
         // The first range starting after `s`.
         let next = self.map.partition_point(|(ps, _)| *ps <= s);
         let mut from = next;
@@ -250,6 +363,13 @@ impl UnitSet {
         let mut out = Parts::default();
         let mut cursor = r.start;
         let mut inside = 0;
+        if self.map.back().is_none_or(|(_, e)| *e <= r.start) {
+            // Nothing final at or above `r`.
+            if cursor < r.end {
+                out.push(r);
+            }
+            return (out, inside);
+        }
         let first = self
             .map
             .partition_point(|(s, _)| *s <= r.start)
@@ -386,8 +506,17 @@ mod tests {
                         }
                         assert_eq!(got, want);
                     }
-                    2 => {
+                    2 if step % 2 == 0 => {
                         m.remove(r);
+                        model[cells.clone()].iter_mut().for_each(|c| *c = None);
+                    }
+                    2 => {
+                        let t = m.take(r);
+                        let rc = &model[cells.clone()];
+                        let covered = rc.iter().all(Option::is_some);
+                        assert_eq!(t.covered, covered);
+                        assert_eq!(t.min, rc.iter().flatten().min().copied());
+                        assert_eq!(t.max, rc.iter().flatten().max().copied());
                         model[cells.clone()].iter_mut().for_each(|c| *c = None);
                     }
                     _ => {
