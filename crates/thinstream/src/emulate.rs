@@ -607,17 +607,23 @@ impl Emulator {
         let mut stop_fired = false;
         let mut new_clients: Vec<SocketAddr> = Vec::new();
         // Datagrams of clients seen for the first time in a batch.
-        let mut pending_new: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+        let mut pending_new: Vec<(SocketAddr, Instant, Vec<u8>)> = Vec::new();
 
         loop {
             // 1. Read what is queued, bounded per turn: the listening socket
             //    (clients), then every upstream socket (the server).
             let mut read = 0;
             while !draining && read < RECV_PER_TURN {
-                let now = clock.now();
+                // Each datagram is stamped once its read has returned (the
+                // first call of the callback per batch), never before: a
+                // stamp taken before the read could precede the arrival of
+                // what the read returns by however long the thread waited
+                // in between, and release it early.
+                let mut stamp: Option<Instant> = None;
                 new_clients.clear();
                 let (clients, links) = (&self.clients, &mut self.links);
                 let n = self.io.try_recv(&mut rx, |src, payload| {
+                    let now = *stamp.get_or_insert_with(|| clock.now());
                     if offered >= count {
                         return;
                     }
@@ -635,7 +641,7 @@ impl Emulator {
                             if !new_clients.contains(&src) {
                                 new_clients.push(src);
                             }
-                            pending_new.push((src, payload.to_vec()));
+                            pending_new.push((src, now, payload.to_vec()));
                         } else {
                             add(&mut over_limit, payload.len());
                         }
@@ -658,7 +664,7 @@ impl Emulator {
                     by_addr.insert(addr, self.clients.len());
                     self.clients.push(c);
                 }
-                for (src, payload) in pending_new.drain(..) {
+                for (src, now, payload) in pending_new.drain(..) {
                     if offered >= count {
                         break;
                     }
@@ -677,7 +683,9 @@ impl Emulator {
                 let mut up = 0;
                 for c in &self.clients {
                     let (addr, rev) = (c.addr, &mut self.links[c.links].reverse);
+                    let mut stamp: Option<Instant> = None;
                     up += c.io.try_recv(&mut rx, |src, payload| {
+                        let now = *stamp.get_or_insert_with(|| clock.now());
                         if offered >= count {
                             return;
                         }

@@ -326,7 +326,7 @@ impl TunEmulator {
 fn read_into(
     dev: &tun_rs::AsyncDevice,
     dir: &mut Direction,
-    now: Instant,
+    clock: &Clock,
     buf: &mut [u8],
     src: SocketAddr,
     dst: SocketAddr,
@@ -336,8 +336,9 @@ fn read_into(
         match dev.try_recv(buf) {
             Ok(len) => {
                 add(&mut dir.received, len);
+                // Stamped after the read returned: never before arrival.
                 dir.held.offer(
-                    now,
+                    clock.now(),
                     Datagram {
                         src,
                         dst,
@@ -413,9 +414,8 @@ async fn relay(
     tokio::pin!(stop);
     let stopped_by;
     loop {
-        let now = clock.now();
-        read_into(a, &mut fwd, now, &mut buf, sa, sb)?;
-        read_into(b, &mut rev, now, &mut buf, sb, sa)?;
+        read_into(a, &mut fwd, &clock, &mut buf, sa, sb)?;
+        read_into(b, &mut rev, &clock, &mut buf, sb, sa)?;
         release(b, &mut fwd, &clock, &mut due).await?;
         release(a, &mut rev, &clock, &mut due).await?;
         let now = clock.now();
