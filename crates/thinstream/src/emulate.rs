@@ -325,6 +325,13 @@ impl Direction {
         })
     }
 
+    /// Counts a datagram read for this direction and hands it to the link
+    /// at `now` (its arrival).
+    fn take(&mut self, now: Instant, src: SocketAddr, dst: SocketAddr, payload: Vec<u8>) {
+        add(&mut self.received, payload.len());
+        self.held.offer(now, Datagram { src, dst, payload });
+    }
+
     fn report(&self) -> DirectionReport {
         DirectionReport {
             link: self.held.link().config().to_netem(),
@@ -647,17 +654,10 @@ impl Emulator {
                         }
                         return;
                     };
-                    let forward = &mut links[clients[i].links].forward;
-                    add(&mut forward.received, payload.len());
                     offered += 1;
-                    forward.held.offer(
-                        now,
-                        Datagram {
-                            src,
-                            dst: to,
-                            payload: payload.to_vec(),
-                        },
-                    );
+                    links[clients[i].links]
+                        .forward
+                        .take(now, src, to, payload.to_vec());
                 })?;
                 for addr in new_clients.drain(..) {
                     let c = self.new_client(addr)?;
@@ -668,17 +668,10 @@ impl Emulator {
                     if offered >= count {
                         break;
                     }
-                    let forward = &mut self.links[self.clients[by_addr[&src]].links].forward;
-                    add(&mut forward.received, payload.len());
                     offered += 1;
-                    forward.held.offer(
-                        now,
-                        Datagram {
-                            src,
-                            dst: to,
-                            payload,
-                        },
-                    );
+                    self.links[self.clients[by_addr[&src]].links]
+                        .forward
+                        .take(now, src, to, payload);
                 }
                 let mut up = 0;
                 for c in &self.clients {
@@ -693,16 +686,8 @@ impl Emulator {
                             add(&mut unknown_source, payload.len());
                             return;
                         }
-                        add(&mut rev.received, payload.len());
                         offered += 1;
-                        rev.held.offer(
-                            now,
-                            Datagram {
-                                src,
-                                dst: addr,
-                                payload: payload.to_vec(),
-                            },
-                        );
+                        rev.take(now, src, addr, payload.to_vec());
                     })?;
                 }
                 read += n + up;

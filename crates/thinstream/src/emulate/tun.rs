@@ -335,16 +335,8 @@ fn read_into(
     while n < RECV_PER_TURN {
         match dev.try_recv(buf) {
             Ok(len) => {
-                add(&mut dir.received, len);
                 // Stamped after the read returned: never before arrival.
-                dir.held.offer(
-                    clock.now(),
-                    Datagram {
-                        src,
-                        dst,
-                        payload: buf[..len].to_vec(),
-                    },
-                );
+                dir.take(clock.now(), src, dst, buf[..len].to_vec());
                 n += 1;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
