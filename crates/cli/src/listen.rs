@@ -43,22 +43,8 @@ pub(crate) struct Args {
     /// `linux`, `thin`, `linux+lt+mfr`, `rfc+rdb+minrto` (list: `thinstream mechanisms`).
     #[arg(long, alias = "mech", default_value = "production", value_parser = crate::util::parse_preset)]
     preset: Config,
-    /// TESTING ONLY: derive verification tags, initial TSNs and the cookie
-    /// secret from this seed instead of the OS random source (predictable
-    /// tags let an off-path attacker inject packets).
-    #[arg(long, hide_short_help = true)]
-    testing_fixed_seed: Option<u64>,
-    /// Send every datagram with its own system call (no UDP segmentation
-    /// offload): captures on loopback then show one SCTP packet per
-    /// datagram.
-    #[arg(long)]
-    no_gso: bool,
-    /// Busy polling: after sending, read the socket without sleeping for
-    /// up to this long (e.g. `100us`), so a quick reply is handled without
-    /// a thread wake-up. Trims round-trip tails on loopback and LANs at the
-    /// cost of CPU; off by default.
-    #[arg(long, value_parser = crate::util::parse_duration)]
-    busy_poll: Option<thinstream_base::Duration>,
+    #[command(flatten)]
+    endpoint: crate::util::EndpointArgs,
     /// Largest SCTP packet (common header and chunks) in one UDP datagram
     /// for the associations peers open: `auto` (default: start at 1472 B
     /// (IPv6: 1452) and probe up to the bound address's route MTU, at most
@@ -274,11 +260,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut association = AssociationConfig::from_transport(transport);
     association.pmtu(args.pmtu);
     config.association(association);
-    if let Some(seed) = args.testing_fixed_seed {
-        config.testing_fixed_seed(seed);
-    }
-    config.segmentation_offload(!args.no_gso);
-    config.busy_poll(args.busy_poll.map(|d| d.to_std()));
+    args.endpoint.apply(&mut config);
     let endpoint = Endpoint::bind(args.bind, config)?;
     let local = endpoint.local_addr();
     let echo = !args.discard;

@@ -131,22 +131,8 @@ pub(crate) struct Args {
     /// Seed for the message sizes (default: from the OS clock).
     #[arg(long)]
     seed: Option<u64>,
-    /// TESTING ONLY: derive verification tags, initial TSNs and the cookie
-    /// secret from this seed instead of the OS random source (predictable
-    /// tags let an off-path attacker inject packets).
-    #[arg(long, hide_short_help = true)]
-    testing_fixed_seed: Option<u64>,
-    /// Send every datagram with its own system call (no UDP segmentation
-    /// offload): captures on loopback then show one SCTP packet per
-    /// datagram.
-    #[arg(long)]
-    no_gso: bool,
-    /// Busy polling: after sending, read the socket without sleeping for
-    /// up to this long (e.g. `100us`), so a quick reply is handled without
-    /// a thread wake-up. Trims round-trip tails on loopback and LANs at the
-    /// cost of CPU; off by default.
-    #[arg(long, value_parser = crate::util::parse_duration)]
-    busy_poll: Option<thinstream_base::Duration>,
+    #[command(flatten)]
+    endpoint: crate::util::EndpointArgs,
     /// Largest SCTP packet (common header and chunks) in one UDP datagram:
     /// `auto` (default: start at 1472 B (IPv6: 1452) and probe larger sizes
     /// up to the route's MTU, at most 16 KiB towards a loopback peer, using
@@ -560,11 +546,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         }
     });
     let mut ep_config = EndpointConfig::client();
-    if let Some(seed) = args.testing_fixed_seed {
-        ep_config.testing_fixed_seed(seed);
-    }
-    ep_config.segmentation_offload(!args.no_gso);
-    ep_config.busy_poll(args.busy_poll.map(|d| d.to_std()));
+    args.endpoint.apply(&mut ep_config);
     let endpoint = Endpoint::bind(bind, ep_config)?;
     let seed = Seed(args.seed.unwrap_or_else(seed_from_clock));
     let mut transport = args.preset.clone();

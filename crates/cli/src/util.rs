@@ -102,3 +102,35 @@ pub(crate) fn parse_pmtu(s: &str) -> Result<thinstream::PathMtu, String> {
         Err(_) => Err(format!("{s:?} is neither `auto` nor a size in bytes")),
     }
 }
+
+/// Endpoint options `send` and `listen` share.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct EndpointArgs {
+    /// TESTING ONLY: derive verification tags, initial TSNs and the cookie
+    /// secret from this seed instead of the OS random source (predictable
+    /// tags let an off-path attacker inject packets).
+    #[arg(long, hide_short_help = true)]
+    testing_fixed_seed: Option<u64>,
+    /// Send every datagram with its own system call (no UDP segmentation
+    /// offload): captures on loopback then show one SCTP packet per
+    /// datagram.
+    #[arg(long)]
+    no_gso: bool,
+    /// Busy polling: after sending, read the socket without sleeping for
+    /// up to this long (e.g. `100us`), so a quick reply is handled without
+    /// a thread wake-up. Trims round-trip tails on loopback and LANs at the
+    /// cost of CPU; off by default.
+    #[arg(long, value_parser = crate::util::parse_duration)]
+    busy_poll: Option<thinstream_base::Duration>,
+}
+
+impl EndpointArgs {
+    /// Sets these options on an endpoint configuration.
+    pub(crate) fn apply(&self, config: &mut thinstream::EndpointConfig) {
+        if let Some(seed) = self.testing_fixed_seed {
+            config.testing_fixed_seed(seed);
+        }
+        config.segmentation_offload(!self.no_gso);
+        config.busy_poll(self.busy_poll.map(|d| d.to_std()));
+    }
+}
