@@ -668,6 +668,33 @@ fn read_payload(data: &[u8]) -> (Option<u64>, bool) {
     (Some(i), data == &payload(i, data.len())[..])
 }
 
+/// Faults for a flow whose `got` differs from its schedule: a count short
+/// of the schedule, and the first of the problems `check_delivery` finds.
+/// `words`: who received, what (plural), what (as `check_delivery` names
+/// it), and the kind of problem.
+fn fault_on_delivery(
+    faults: &mut Vec<String>,
+    name: &str,
+    got: &Got,
+    schedule: &[Due],
+    [who, plural, what, kind]: [&str; 4],
+) {
+    let expected = schedule.len();
+    if got.len() != expected {
+        faults.push(format!(
+            "{name}: {who} got {} of {expected} {plural}",
+            got.len()
+        ));
+    }
+    let problems = check_delivery(got, schedule, what);
+    if let Some(p) = problems.first() {
+        faults.push(format!(
+            "{name}: {} {kind} problem(s), the first: {p}",
+            problems.len()
+        ));
+    }
+}
+
 /// Problems in what an application read against what was sent: each
 /// message once, intact, on its stream, and in order within its stream
 /// unless sent unordered. `what` names the messages (`message`, `echo`).
@@ -1045,36 +1072,28 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
             None => Got::new(),
         };
         got_total += got.len() as u64;
-        let expected = f.schedule.len();
-        if got.len() != expected {
-            faults.push(format!(
-                "{name}: the receiving application got {} of {expected} messages",
-                got.len()
-            ));
-        }
-        let problems = check_delivery(&got, &f.schedule, "message");
-        if let Some(p) = problems.first() {
-            faults.push(format!(
-                "{name}: {} delivery problem(s), the first: {p}",
-                problems.len()
-            ));
-        }
+        fault_on_delivery(
+            &mut faults,
+            &name,
+            &got,
+            &f.schedule,
+            [
+                "the receiving application",
+                "messages",
+                "message",
+                "delivery",
+            ],
+        );
         if let Some(r) = c.echoes.take() {
             let echoes = r.await.unwrap_or_default();
             echoes_total += echoes.len() as u64;
-            if echoes.len() != expected {
-                faults.push(format!(
-                    "{name}: the client got {} of {expected} echoes",
-                    echoes.len()
-                ));
-            }
-            let problems = check_delivery(&echoes, &f.schedule, "echo");
-            if let Some(p) = problems.first() {
-                faults.push(format!(
-                    "{name}: {} echo problem(s), the first: {p}",
-                    problems.len()
-                ));
-            }
+            fault_on_delivery(
+                &mut faults,
+                &name,
+                &echoes,
+                &f.schedule,
+                ["the client", "echoes", "echo", "echo"],
+            );
         }
         // The association numbers messages 0, 1, 2, ... in submission
         // order; the application's indices must be the same numbers.
