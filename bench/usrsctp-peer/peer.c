@@ -15,6 +15,9 @@
  *       message (ms, one per line, in arrival order) to OUTFILE; the
  *       message starts with its id and its send time (CLOCK_MONOTONIC ns,
  *       both little-endian u64): sender and sink on the same host.
+ *       Messages of `thinstream send`'s one-way protocol (PPID "TSO1")
+ *       carry the two after a 2-byte prefix; its end-of-run messages
+ *       (PPID "TSOC") are not data and are skipped.
  *       `tuned`: SACK every packet (sack_freq 1, no delayed SACK).
  *   peer thinsource LOCAL_ENCAPS REMOTE_ENCAPS SCTP_PORT COUNT INTERVAL_MS SIZE [tuned]
  *       send COUNT SIZE-byte messages, one every INTERVAL_MS (absolute
@@ -85,6 +88,11 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* `thinstream send`'s one-way messages: data ("TSO1", id and send time
+ * after a version and a count byte) and the end-of-run exchange ("TSOC"). */
+#define PPID_THINSTREAM_DATA 0x54534f31u
+#define PPID_THINSTREAM_CONTROL 0x54534f43u
+
 static int thin(int argc, char **argv) {
     int sink = strcmp(argv[1], "thinsink") == 0;
     if (argc < (sink ? 7 : 8)) {
@@ -115,6 +123,8 @@ static int thin(int argc, char **argv) {
         if (usrsctp_listen(s, 1) < 0) { perror("listen"); return 1; }
         struct socket *c = usrsctp_accept(s, NULL, NULL);
         if (!c) { perror("accept"); return 1; }
+        /* Each message's PPID (thinstream's one-way header is told by it). */
+        usrsctp_setsockopt(c, IPPROTO_SCTP, SCTP_RECVRCVINFO, &(int){1}, sizeof(int));
         static unsigned char buf[1 << 16];
         size_t have = 0;
         double start = now_s();
@@ -130,8 +140,10 @@ static int thin(int argc, char **argv) {
             have += (size_t)n;
             if (!(flags & MSG_EOR)) { if (have >= sizeof buf) have = 0; continue; }
             uint64_t t = now_ns();
-            if (have >= 16) {
-                uint64_t sent = get_u64(buf + 8);
+            uint32_t ppid = itype == SCTP_RECVV_RCVINFO ? ntohl(info.rcv_ppid) : 0;
+            size_t at = ppid == PPID_THINSTREAM_DATA ? 2 : 0;
+            if (ppid != PPID_THINSTREAM_CONTROL && have >= at + 16) {
+                uint64_t sent = get_u64(buf + at + 8);
                 fprintf(out, "%.3f\n", t > sent ? (t - sent) / 1e6 : 0.0);
                 msgs++;
             }
@@ -207,6 +219,8 @@ int main(int argc, char **argv) {
         if (usrsctp_listen(s, 1) < 0) { perror("listen"); return 1; }
         struct socket *c = usrsctp_accept(s, NULL, NULL);
         if (!c) { perror("accept"); return 1; }
+        /* Each message's PPID (thinstream's one-way header is told by it). */
+        usrsctp_setsockopt(c, IPPROTO_SCTP, SCTP_RECVRCVINFO, &(int){1}, sizeof(int));
         static char buf[1 << 16];
         double start = now_s();
         for (;;) {
