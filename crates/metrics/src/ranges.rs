@@ -190,6 +190,10 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return;
         }
+        if self.map.front().is_some_and(|&(s, e, _)| s == r.start && e == r.end) {
+            self.map.pop_front();
+            return;
+        }
         self.remove_from(self.first_ending_after(r.start), r);
     }
 
@@ -207,6 +211,17 @@ impl<V: Copy> RangeMap<V> {
         };
         if r.is_empty() {
             return t;
+        }
+        if let Some(&(s, e, v)) = self.map.front() {
+            if s == r.start && e == r.end {
+                // A message finishing in order: its one range at the front.
+                self.map.pop_front();
+                return Taken {
+                    covered: true,
+                    min: Some(v),
+                    max: Some(v),
+                };
+            }
         }
         let from = self.first_ending_after(r.start);
         let mut cursor = Some(r.start);

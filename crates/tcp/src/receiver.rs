@@ -129,8 +129,19 @@ impl Receiver {
         let end = seq + payload.len() as u64;
         let kept_end = end.min(right_edge);
         let mut fully_duplicate = !payload.is_empty();
-        // Split [seq, kept_end) into duplicate and new pieces.
-        let mut pos = seq;
+        let mut data = Vec::new();
+        if seq == self.rcv_nxt && kept_end > seq && self.ooo.is_empty() {
+            // In order with nothing held (a thin stream's every segment but
+            // after a loss): the kept bytes are delivered at once, exactly as
+            // storing them and draining the store would.
+            out.arrived.push((seq - 1, kept_end - 1, false));
+            data = payload[..(kept_end - seq) as usize].to_vec();
+            self.rcv_nxt = kept_end;
+            fully_duplicate = false;
+        }
+        // Split [seq, kept_end) into duplicate and new pieces (nothing left
+        // after the in-order case).
+        let mut pos = if data.is_empty() { seq } else { kept_end };
         while pos < kept_end {
             if pos < self.rcv_nxt {
                 let e = kept_end.min(self.rcv_nxt);
@@ -172,7 +183,6 @@ impl Receiver {
             self.fin = Some(end);
         }
         // Drain in-order data.
-        let mut data = Vec::new();
         while let Some(entry) = self.ooo.first_entry() {
             if *entry.key() != self.rcv_nxt {
                 break;
@@ -342,6 +352,9 @@ impl Receiver {
 }
 
 fn merge_adjacent_pieces(v: &mut Vec<(u64, u64, bool)>) {
+    if v.len() < 2 {
+        return;
+    }
     let mut out: Vec<(u64, u64, bool)> = Vec::with_capacity(v.len());
     for &p in v.iter() {
         match out.last_mut() {
