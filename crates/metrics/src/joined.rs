@@ -455,6 +455,25 @@ impl FlowStream {
 
     /// Indices in `open` of the open messages overlapping `r`.
     fn owners(&self, r: Units) -> std::ops::Range<usize> {
+        let n = self.open.len();
+        if !r.is_empty() {
+            // The common cases without a search: `r` at or above the
+            // newest open message's start (its units, or new ones), or
+            // inside the oldest one.
+            match (self.open.front(), self.open.back()) {
+                (_, Some(b)) if b.outcome.units.start <= r.start => {
+                    let from = if b.outcome.units.end > r.start { n - 1 } else { n };
+                    return from..n;
+                }
+                (Some(f), _)
+                    if f.outcome.units.start <= r.start && r.end <= f.outcome.units.end =>
+                {
+                    return 0..1;
+                }
+                (None, None) => return 0..0,
+                _ => {}
+            }
+        }
         let from = self
             .open
             .partition_point(|m| m.outcome.units.end <= r.start);
@@ -561,9 +580,12 @@ impl FlowStream {
                 self.messages += 1;
                 let index = self.submitted;
                 self.submitted += 1;
-                let at = self
-                    .open
-                    .partition_point(|m| m.outcome.units.start < units.start);
+                let at = match self.open.back() {
+                    Some(b) if b.outcome.units.start >= units.start => self
+                        .open
+                        .partition_point(|m| m.outcome.units.start < units.start),
+                    _ => self.open.len(),
+                };
                 self.open.insert(
                     at,
                     Open {
@@ -1218,6 +1240,9 @@ fn corrected_now(owd: OwdCorrection, kind: LatencyKind, raw: Duration) -> Durati
 
 /// Units of `r` that have a value in `map`.
 fn covered<V: Copy>(map: &RangeMap<V>, r: Units) -> u64 {
+    if map.exactly(r).is_some() {
+        return r.len();
+    }
     map.overlapping(r).map(|(u, _)| u.len()).sum()
 }
 
