@@ -614,7 +614,7 @@ impl TcpConnection {
                     self.send_ack(now);
                 }
             }
-            _ => self.on_synchronized(now, &seg),
+            _ => self.on_synchronized(now, seg),
         }
     }
 
@@ -706,7 +706,7 @@ impl TcpConnection {
         Duration::from_millis(u64::from(ms.clamp(1, 0x7FFF_FFFF)))
     }
 
-    fn on_synchronized(&mut self, now: Instant, seg: &Segment) {
+    fn on_synchronized(&mut self, now: Instant, seg: Segment) {
         if seg.flags.syn() {
             if seg.seq == self.irs {
                 // A retransmitted SYN or SYN-ACK: our answer was lost.
@@ -733,7 +733,7 @@ impl TcpConnection {
                 self.discard(now, "ack-of-nothing");
                 return;
             }
-            self.established(now, seg);
+            self.established(now, &seg);
         }
         let Some(seq) = Self::unwrap(seg.seq, self.irs, self.rcv.rcv_nxt) else {
             self.discard(now, "seq-before-isn");
@@ -774,18 +774,18 @@ impl TcpConnection {
             return;
         }
         if has_data {
-            self.on_data(now, seq, &seg.payload, seg.flags.fin(), seg.flags.psh());
+            let (fin, push) = (seg.flags.fin(), seg.flags.psh());
+            self.on_data(now, seq, seg.payload, fin, push);
         }
         self.transmit(now);
     }
 
-    fn on_data(&mut self, now: Instant, seq: u64, payload: &[u8], fin: bool, push: bool) {
+    fn on_data(&mut self, now: Instant, seq: u64, payload: Vec<u8>, fin: bool, push: bool) {
+        let end = seq + payload.len() as u64;
         let o = self
             .rcv
             .on_segment(now, seq, payload, fin, push, self.rtt.rto());
-        if o.arrived.is_empty()
-            && !o.fin_reached
-            && seq + payload.len() as u64 > self.rcv.rcv_nxt + self.rcv.window()
+        if o.arrived.is_empty() && !o.fin_reached && end > self.rcv.rcv_nxt + self.rcv.window()
         {
             self.rcv.force_ack();
         }
@@ -799,6 +799,7 @@ impl TcpConnection {
                 });
             }
         }
+        self.rcv.recycle(o.arrived);
         if let Some((unit, bytes)) = o.delivered {
             if self.cfg.trace {
                 self.trace.push_back(Record::Delivered {
@@ -924,15 +925,16 @@ impl Transport for TcpConnection {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        [
-            self.rtx_timer.map(|(t, _)| t),
-            self.reo_timer,
-            self.rcv.delack_deadline,
-            self.close_timer,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // The earliest of the four deadlines (asked after every event).
+        let earlier = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        earlier(
+            earlier(self.rtx_timer.map(|(t, _)| t), self.reo_timer),
+            earlier(self.rcv.delack_deadline, self.close_timer),
+        )
     }
 
     fn poll_app(&mut self) -> Option<AppEvent> {
