@@ -469,7 +469,11 @@ impl FlowStream {
             // inside the oldest one.
             match (self.open.front(), self.open.back()) {
                 (_, Some(b)) if b.outcome.units.start <= r.start => {
-                    let from = if b.outcome.units.end > r.start { n - 1 } else { n };
+                    let from = if b.outcome.units.end > r.start {
+                        n - 1
+                    } else {
+                        n
+                    };
                     return from..n;
                 }
                 (Some(f), _)
@@ -594,32 +598,34 @@ impl FlowStream {
                         .partition_point(|m| m.outcome.units.start < units.start),
                     _ => self.open.len(),
                 };
-                self.open.insert(
-                    at,
-                    Open {
-                        index,
-                        outcome: MessageOutcome {
-                            message: *message,
-                            stream: *stream,
-                            bytes: *bytes,
-                            unordered: *unordered,
-                            units,
-                            sent,
-                            submitted: time,
-                            first_tx: None,
-                            retransmissions: 0,
-                            acked: None,
-                            arrived: None,
-                            delivered: None,
-                            abandoned: false,
-                        },
-                        acked_units: 0,
-                        arrived_units: 0,
-                        delivered_units: 0,
-                        copies,
-                        arrivals,
+                let m = Open {
+                    index,
+                    outcome: MessageOutcome {
+                        message: *message,
+                        stream: *stream,
+                        bytes: *bytes,
+                        unordered: *unordered,
+                        units,
+                        sent,
+                        submitted: time,
+                        first_tx: None,
+                        retransmissions: 0,
+                        acked: None,
+                        arrived: None,
+                        delivered: None,
+                        abandoned: false,
                     },
-                );
+                    acked_units: 0,
+                    arrived_units: 0,
+                    delivered_units: 0,
+                    copies,
+                    arrivals,
+                };
+                if at == self.open.len() {
+                    self.open.push_back(m);
+                } else {
+                    self.open.insert(at, m);
+                }
                 self.peak_open = self.peak_open.max(self.open.len());
             }
             Record::PacketSent { data, .. } => {
@@ -819,7 +825,12 @@ impl FlowStream {
     /// Makes the open message at index `i` final; `now` is the time of the
     /// record that did (`None` at the end of the flow).
     fn finalize(&mut self, i: usize, now: Option<Instant>) {
-        let Some(mut m) = self.open.remove(i) else {
+        let taken = if i == 0 {
+            self.open.pop_front()
+        } else {
+            self.open.remove(i)
+        };
+        let Some(mut m) = taken else {
             return;
         };
         let u = m.outcome.units;

@@ -203,7 +203,11 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return;
         }
-        if self.map.front().is_some_and(|&(s, e, _)| s == r.start && e == r.end) {
+        if self
+            .map
+            .front()
+            .is_some_and(|&(s, e, _)| s == r.start && e == r.end)
+        {
             self.map.pop_front();
             return;
         }

@@ -785,8 +785,7 @@ impl TcpConnection {
         let o = self
             .rcv
             .on_segment(now, seq, payload, fin, push, self.rtt.rto());
-        if o.arrived.is_empty() && !o.fin_reached && end > self.rcv.rcv_nxt + self.rcv.window()
-        {
+        if o.arrived.is_empty() && !o.fin_reached && end > self.rcv.rcv_nxt + self.rcv.window() {
             self.rcv.force_ack();
         }
         if self.cfg.trace {
@@ -943,6 +942,10 @@ impl Transport for TcpConnection {
 
     fn poll_trace(&mut self) -> Option<Record> {
         self.trace.pop_front()
+    }
+
+    fn drain_trace(&mut self, out: &mut Vec<Record>) {
+        out.extend(self.trace.drain(..));
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
