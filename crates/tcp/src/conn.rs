@@ -130,6 +130,9 @@ pub struct TcpConnection {
     pub(crate) prior_cwnd: u64,
     pub(crate) rtt: Rtt,
     pub(crate) rack: Option<Rack>,
+    /// The segments the last cumulative ACK took off the queue (a buffer
+    /// reused from one ACK to the next).
+    pub(crate) acked_scratch: Vec<crate::sender::AckedSkb>,
     /// Transmissions so far (each data segment sent gets the next number:
     /// `Skb::tx_order`).
     pub(crate) tx_count: u64,
@@ -185,6 +188,7 @@ impl TcpConnection {
         Ok(TcpConnection {
             rtt: Rtt::new(&cfg),
             rack: cfg.rack.map(|_| Rack::default()),
+            acked_scratch: Vec::new(),
             tx_count: 0,
             rcv: Receiver::new(
                 cfg.rcv_buf,
@@ -945,6 +949,7 @@ impl Transport for TcpConnection {
     }
 
     fn drain_trace(&mut self, out: &mut Vec<Record>) {
+        out.reserve(self.trace.len());
         out.extend(self.trace.drain(..));
     }
 

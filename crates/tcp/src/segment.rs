@@ -358,12 +358,14 @@ fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
             sum += u64::from(u16::from_be_bytes([*last, 0]));
         }
     };
-    match (src, dst) {
+    let pseudo = match (src, dst) {
+        // The IPv4 pseudo-header as 32-bit words: each address, then zero,
+        // protocol 6 and the length.
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            add(&s.octets());
-            add(&d.octets());
-            add(&[0, 6]);
-            add(&(segment.len() as u16).to_be_bytes());
+            u64::from(s.to_bits())
+                + u64::from(d.to_bits())
+                + (6 << 16)
+                + u64::from(segment.len() as u16)
         }
         _ => {
             let v6 = |a: IpAddr| match a {
@@ -374,9 +376,11 @@ fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
             add(&v6(dst));
             add(&(segment.len() as u32).to_be_bytes());
             add(&[0, 0, 0, 6]);
+            0
         }
-    }
+    };
     add(segment);
+    sum += pseudo;
     while sum >> 16 != 0 {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }
