@@ -541,12 +541,14 @@ impl TcpConnection {
             return; // not established yet
         }
         let clamp = |v: u64| v.min(u64::from(u32::MAX)) as u32;
-        let cc = (
+        let window = (
             clamp(self.to_bytes(self.cwnd)),
             clamp(self.to_bytes(self.ssthresh)),
-            clamp(self.to_bytes(self.sq.pipe(self.cfg.cwnd_unit))),
         );
-        if self.last_cc.map(|(c, s, _)| (c, s)) != Some((cc.0, cc.1)) {
+        if self.last_cc.map(|(c, s, _)| (c, s)) != Some(window) {
+            // The flight (a walk over the queue) only when recorded.
+            let flight = clamp(self.to_bytes(self.sq.pipe(self.cfg.cwnd_unit)));
+            let cc = (window.0, window.1, flight);
             self.last_cc = Some(cc);
             self.trace.push_back(Record::Congestion {
                 time: now,
@@ -949,6 +951,9 @@ impl Transport for TcpConnection {
     }
 
     fn drain_trace(&mut self, out: &mut Vec<Record>) {
+        if self.trace.is_empty() {
+            return;
+        }
         out.reserve(self.trace.len());
         out.extend(self.trace.drain(..));
     }
