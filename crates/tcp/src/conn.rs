@@ -954,8 +954,11 @@ impl Transport for TcpConnection {
         if self.trace.is_empty() {
             return;
         }
-        out.reserve(self.trace.len());
-        out.extend(self.trace.drain(..));
+        // The queue as a vector (its buffer, no copy while it starts at the
+        // buffer's start), appended at once, then the emptied buffer back.
+        let mut queued = Vec::from(std::mem::take(&mut self.trace));
+        out.append(&mut queued);
+        self.trace = VecDeque::from(queued);
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
