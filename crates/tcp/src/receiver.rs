@@ -315,6 +315,9 @@ impl Receiver {
     /// SACK blocks to report now (offsets), most recent first, at most `max`.
     pub(crate) fn sack_blocks(&self, max: usize) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
+        if self.sack_recent.is_empty() {
+            return out;
+        }
         for &(s, _) in &self.sack_recent {
             if let Some(b) = self.block_containing(s.max(self.rcv_nxt)) {
                 if !out.contains(&b) {
