@@ -82,6 +82,9 @@ pub const RECENT_PATHS: usize = 256;
 /// Emptied path buffers kept for reuse.
 const SPARE_PATHS: usize = 16;
 
+/// A message path's two vectors (copies, arrivals), kept emptied for reuse.
+type PathBuffers = (Vec<PathCopy>, Vec<(Instant, Units)>);
+
 /// One transmission of a message's data: time, the piece's units, why,
 /// and the sender's thin verdict at that time (`None` before any).
 pub type PathCopy = (Instant, Units, TxReason, Option<bool>);
@@ -237,7 +240,7 @@ pub struct FlowStream {
     finalized: u64,
     /// Emptied path buffers of forgotten final messages, reused by new
     /// messages (at most [`SPARE_PATHS`]; no allocation per message).
-    spare_paths: Vec<(Vec<PathCopy>, Vec<(Instant, Units)>)>,
+    spare_paths: Vec<PathBuffers>,
     peak_open: usize,
     /// Present when the cumulative ACK latency is asked for (as a kind or
     /// for the slowest message).
@@ -1291,7 +1294,7 @@ fn corrected_now(owd: OwdCorrection, kind: LatencyKind, raw: Duration) -> Durati
 
 /// Moves a forgotten path's buffers, emptied, to `spare` (if not full).
 fn spare_path(
-    spare: &mut Vec<(Vec<PathCopy>, Vec<(Instant, Units)>)>,
+    spare: &mut Vec<PathBuffers>,
     copies: &mut Vec<PathCopy>,
     arrivals: &mut Vec<(Instant, Units)>,
 ) {
