@@ -109,6 +109,14 @@ pub trait Transport {
     fn poll_app(&mut self) -> Option<AppEvent>;
     /// The next trace record, if tracing is enabled and one is pending.
     fn poll_trace(&mut self) -> Option<Record>;
+    /// Appends every pending trace record to `out`, in order: what calling
+    /// [`Transport::poll_trace`] until `None` gives (a transport holding
+    /// its records in a queue moves them at once).
+    fn drain_trace(&mut self, out: &mut Vec<Record>) {
+        while let Some(r) = self.poll_trace() {
+            out.push(r);
+        }
+    }
     /// Queue a message; returns the sender-local message id used in
     /// [`Record::Submitted`].
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError>;

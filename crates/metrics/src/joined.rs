@@ -79,6 +79,12 @@ use crate::streaming::ThinClock;
 /// waited for (in-order delivery).
 pub const RECENT_PATHS: usize = 256;
 
+/// Emptied path buffers kept for reuse.
+const SPARE_PATHS: usize = 16;
+
+/// A message path's two vectors (copies, arrivals), kept emptied for reuse.
+type PathBuffers = (Vec<PathCopy>, Vec<(Instant, Units)>);
+
 /// One transmission of a message's data: time, the piece's units, why,
 /// and the sender's thin verdict at that time (`None` before any).
 pub type PathCopy = (Instant, Units, TxReason, Option<bool>);
@@ -232,6 +238,9 @@ pub struct FlowStream {
     recent: VecDeque<(u64, u64, MessageTrail)>,
     /// Messages made final so far.
     finalized: u64,
+    /// Emptied path buffers of forgotten final messages, reused by new
+    /// messages (at most [`SPARE_PATHS`]; no allocation per message).
+    spare_paths: Vec<PathBuffers>,
     peak_open: usize,
     /// Present when the cumulative ACK latency is asked for (as a kind or
     /// for the slowest message).
@@ -306,6 +315,7 @@ impl FlowStream {
             slowest: None,
             recent: VecDeque::new(),
             finalized: 0,
+            spare_paths: Vec::new(),
             peak_open: 0,
             cum,
         })
@@ -455,6 +465,29 @@ impl FlowStream {
 
     /// Indices in `open` of the open messages overlapping `r`.
     fn owners(&self, r: Units) -> std::ops::Range<usize> {
+        let n = self.open.len();
+        if !r.is_empty() {
+            // The common cases without a search: `r` at or above the
+            // newest open message's start (its units, or new ones), or
+            // inside the oldest one.
+            match (self.open.front(), self.open.back()) {
+                (_, Some(b)) if b.outcome.units.start <= r.start => {
+                    let from = if b.outcome.units.end > r.start {
+                        n - 1
+                    } else {
+                        n
+                    };
+                    return from..n;
+                }
+                (Some(f), _)
+                    if f.outcome.units.start <= r.start && r.end <= f.outcome.units.end =>
+                {
+                    return 0..1;
+                }
+                (None, None) => return 0..0,
+                _ => {}
+            }
+        }
         let from = self
             .open
             .partition_point(|m| m.outcome.units.end <= r.start);
@@ -559,37 +592,43 @@ impl FlowStream {
                     None => time,
                 };
                 self.messages += 1;
+                let (copies, arrivals) = self.spare_paths.pop().unwrap_or_default();
                 let index = self.submitted;
                 self.submitted += 1;
-                let at = self
-                    .open
-                    .partition_point(|m| m.outcome.units.start < units.start);
-                self.open.insert(
-                    at,
-                    Open {
-                        index,
-                        outcome: MessageOutcome {
-                            message: *message,
-                            stream: *stream,
-                            bytes: *bytes,
-                            unordered: *unordered,
-                            units,
-                            sent,
-                            submitted: time,
-                            first_tx: None,
-                            retransmissions: 0,
-                            acked: None,
-                            arrived: None,
-                            delivered: None,
-                            abandoned: false,
-                        },
-                        acked_units: 0,
-                        arrived_units: 0,
-                        delivered_units: 0,
-                        copies: Vec::new(),
-                        arrivals: Vec::new(),
+                let at = match self.open.back() {
+                    Some(b) if b.outcome.units.start >= units.start => self
+                        .open
+                        .partition_point(|m| m.outcome.units.start < units.start),
+                    _ => self.open.len(),
+                };
+                let m = Open {
+                    index,
+                    outcome: MessageOutcome {
+                        message: *message,
+                        stream: *stream,
+                        bytes: *bytes,
+                        unordered: *unordered,
+                        units,
+                        sent,
+                        submitted: time,
+                        first_tx: None,
+                        retransmissions: 0,
+                        acked: None,
+                        arrived: None,
+                        delivered: None,
+                        abandoned: false,
                     },
-                );
+                    acked_units: 0,
+                    arrived_units: 0,
+                    delivered_units: 0,
+                    copies,
+                    arrivals,
+                };
+                if at == self.open.len() {
+                    self.open.push_back(m);
+                } else {
+                    self.open.insert(at, m);
+                }
                 self.peak_open = self.peak_open.max(self.open.len());
             }
             Record::PacketSent { data, .. } => {
@@ -789,7 +828,12 @@ impl FlowStream {
     /// Makes the open message at index `i` final; `now` is the time of the
     /// record that did (`None` at the end of the flow).
     fn finalize(&mut self, i: usize, now: Option<Instant>) {
-        let Some(mut m) = self.open.remove(i) else {
+        let taken = if i == 0 {
+            self.open.pop_front()
+        } else {
+            self.open.remove(i)
+        };
+        let Some(mut m) = taken else {
             return;
         };
         let u = m.outcome.units;
@@ -826,12 +870,18 @@ impl FlowStream {
                 self.record(kind, m.index, o.retransmissions, raw);
             }
         }
-        let trail = self.slowest_kind.map(|kind| MessageTrail {
-            outcome: o,
-            latency: raw_latency(&o, kind).map(|l| corrected_now(self.owd, kind, l)),
-            copies: m.copies,
-            arrivals: m.arrivals,
-        });
+        let trail = match self.slowest_kind {
+            Some(kind) => Some(MessageTrail {
+                outcome: o,
+                latency: raw_latency(&o, kind).map(|l| corrected_now(self.owd, kind, l)),
+                copies: m.copies,
+                arrivals: m.arrivals,
+            }),
+            None => {
+                self.recycle(m.copies, m.arrivals);
+                None
+            }
+        };
         match &mut self.cum {
             Some(cum) => {
                 // The trail waits too if the slowest message is chosen by
@@ -869,6 +919,11 @@ impl FlowStream {
                 }
             }
         }
+    }
+
+    /// Keeps a forgotten path's buffers, emptied, for a new message.
+    fn recycle(&mut self, mut copies: Vec<PathCopy>, mut arrivals: Vec<(Instant, Units)>) {
+        spare_path(&mut self.spare_paths, &mut copies, &mut arrivals);
     }
 
     /// Records one latency sample of `kind` (raw: one-way delay not removed).
@@ -972,41 +1027,62 @@ impl FlowStream {
             }
         }
         self.finalized += 1;
-        self.recent.push_back((self.finalized, index, trail));
-        self.prune_recent(now);
+        let floor = now.map(|now| self.arrival_floor(now));
+        if floor.is_some_and(|f| trail.outcome.arrived.is_none_or(|x| x <= f)) {
+            // `prune_recent` would forget it at once (the in-order case):
+            // not stored.
+            self.recycle(trail.copies, trail.arrivals);
+        } else {
+            self.recent.push_back((self.finalized, index, trail));
+        }
+        self.prune_recent(floor);
     }
 
-    /// Forgets the kept paths that cannot be the message a later one waited
-    /// for: those of messages more than [`RECENT_PATHS`] final messages ago,
-    /// and, while records still come (`now`), those that did not arrive
-    /// after the earliest time a message open, waiting with its path for the
-    /// cumulative ACK point, or yet to come can arrive (a
-    /// blocker arrived after the blocked message: see
-    /// [`FlowStream::blocker`]). An open message arrived at its
-    /// `outcome.arrived` or arrives at `now` or later; so does every
-    /// message submitted later.
-    fn prune_recent(&mut self, now: Option<Instant>) {
-        let oldest = self.finalized.saturating_sub(RECENT_PATHS as u64);
-        while self.recent.front().is_some_and(|(n, _, _)| *n <= oldest) {
-            self.recent.pop_front();
-        }
-        let Some(now) = now else {
-            return;
-        };
+    /// The earliest time a message open, waiting with its path for the
+    /// cumulative ACK point, or yet to come can arrive, given the time
+    /// `now` of the record being read (see [`FlowStream::prune_recent`]).
+    fn arrival_floor(&self, now: Instant) -> Instant {
         // Final messages whose path waits for the cumulative ACK point are
         // kept (and look for their blocker) later, like open ones.
         let waiting = self
             .cum
             .iter()
             .flat_map(|c| c.waiting.iter().map(|(_, w)| w));
-        let floor = self
-            .open
+        self.open
             .iter()
             .filter_map(|m| m.outcome.arrived)
             .chain(waiting.filter_map(|w| w.trail.as_ref().and_then(|t| t.outcome.arrived)))
-            .fold(now, Instant::min);
-        self.recent
-            .retain(|(_, _, t)| t.outcome.arrived.is_some_and(|x| x > floor));
+            .fold(now, Instant::min)
+    }
+
+    /// Forgets the kept paths that cannot be the message a later one waited
+    /// for: those of messages more than [`RECENT_PATHS`] final messages ago,
+    /// and, while records still come (`floor`: see
+    /// [`FlowStream::arrival_floor`]), those that did not arrive after the
+    /// earliest time a message open, waiting with its path for the
+    /// cumulative ACK point, or yet to come can arrive (a blocker arrived
+    /// after the blocked message: see [`FlowStream::blocker`]). An open
+    /// message arrived at its `outcome.arrived` or arrives at the time of
+    /// the record being read or later; so does every message submitted
+    /// later.
+    fn prune_recent(&mut self, floor: Option<Instant>) {
+        let oldest = self.finalized.saturating_sub(RECENT_PATHS as u64);
+        while self.recent.front().is_some_and(|(n, _, _)| *n <= oldest) {
+            if let Some((_, _, t)) = self.recent.pop_front() {
+                self.recycle(t.copies, t.arrivals);
+            }
+        }
+        let Some(floor) = floor else {
+            return;
+        };
+        let spare = &mut self.spare_paths;
+        self.recent.retain_mut(|(_, _, t)| {
+            let keep = t.outcome.arrived.is_some_and(|x| x > floor);
+            if !keep {
+                spare_path(spare, &mut t.copies, &mut t.arrivals);
+            }
+            keep
+        });
     }
 
     /// The earlier message of the same stream that arrived last before
@@ -1216,8 +1292,25 @@ fn corrected_now(owd: OwdCorrection, kind: LatencyKind, raw: Duration) -> Durati
     }
 }
 
+/// Moves a forgotten path's buffers, emptied, to `spare` (if not full).
+fn spare_path(
+    spare: &mut Vec<PathBuffers>,
+    copies: &mut Vec<PathCopy>,
+    arrivals: &mut Vec<(Instant, Units)>,
+) {
+    if spare.len() < SPARE_PATHS {
+        let (mut c, mut a) = (std::mem::take(copies), std::mem::take(arrivals));
+        c.clear();
+        a.clear();
+        spare.push((c, a));
+    }
+}
+
 /// Units of `r` that have a value in `map`.
 fn covered<V: Copy>(map: &RangeMap<V>, r: Units) -> u64 {
+    if map.exactly(r).is_some() {
+        return r.len();
+    }
     map.overlapping(r).map(|(u, _)| u.len()).sum()
 }
 

@@ -136,6 +136,16 @@ impl<V: Copy> RangeMap<V> {
         before_max
     }
 
+    /// The value of `r` if it is stored as one range exactly, at the back
+    /// or the front (a one-range message written or finishing in order).
+    pub(crate) fn exactly(&self, r: Units) -> Option<V> {
+        [self.map.back(), self.map.front()]
+            .into_iter()
+            .flatten()
+            .find(|(s, e, _)| *s == r.start && *e == r.end)
+            .map(|(_, _, v)| *v)
+    }
+
     /// The maximum value over `r` if every unit of `r` has a value.
     pub(crate) fn max_if_covered(&self, r: Units) -> Option<V>
     where
@@ -143,6 +153,9 @@ impl<V: Copy> RangeMap<V> {
     {
         if r.is_empty() {
             return None;
+        }
+        if let Some(v) = self.exactly(r) {
+            return Some(v);
         }
         let mut cursor = r.start;
         let mut best: Option<V> = None;
@@ -190,6 +203,14 @@ impl<V: Copy> RangeMap<V> {
         if r.is_empty() {
             return;
         }
+        if self
+            .map
+            .front()
+            .is_some_and(|&(s, e, _)| s == r.start && e == r.end)
+        {
+            self.map.pop_front();
+            return;
+        }
         self.remove_from(self.first_ending_after(r.start), r);
     }
 
@@ -207,6 +228,17 @@ impl<V: Copy> RangeMap<V> {
         };
         if r.is_empty() {
             return t;
+        }
+        if let Some(&(s, e, v)) = self.map.front() {
+            if s == r.start && e == r.end {
+                // A message finishing in order: its one range at the front.
+                self.map.pop_front();
+                return Taken {
+                    covered: true,
+                    min: Some(v),
+                    max: Some(v),
+                };
+            }
         }
         let from = self.first_ending_after(r.start);
         let mut cursor = Some(r.start);

@@ -69,6 +69,9 @@ impl ThinClock {
         let Some((from, to)) = window else {
             return;
         };
+        if self.pending.is_empty() {
+            return;
+        }
         let keep = if all {
             0
         } else {

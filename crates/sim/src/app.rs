@@ -182,6 +182,13 @@ pub trait App {
     }
 }
 
+/// The records in `v`, leaving it empty with room for as many (the next
+/// chunk of history is likely as long: no regrowing from empty).
+fn take_keeping_capacity<T>(v: &mut Vec<T>) -> Vec<T> {
+    let next = Vec::with_capacity(v.len());
+    std::mem::replace(v, next)
+}
+
 /// Per-message history drained from an app ([`App::drain_history`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AppHistory {
@@ -507,8 +514,8 @@ impl App for MessageSource {
 
     fn drain_history(&mut self) -> AppHistory {
         AppHistory {
-            sent: std::mem::take(&mut self.report.sent),
-            deliveries: std::mem::take(&mut self.sink.report.deliveries),
+            sent: take_keeping_capacity(&mut self.report.sent),
+            deliveries: take_keeping_capacity(&mut self.sink.report.deliveries),
         }
     }
 
@@ -632,7 +639,7 @@ impl App for Sink {
     fn drain_history(&mut self) -> AppHistory {
         AppHistory {
             sent: Vec::new(),
-            deliveries: std::mem::take(&mut self.report.deliveries),
+            deliveries: take_keeping_capacity(&mut self.report.deliveries),
         }
     }
 

@@ -611,14 +611,15 @@ impl Simulation {
                 let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
                 ep.app.on_event(&mut ctx, event);
             }
-            while let Some(r) = ep.transport.poll_trace() {
-                let keep = match ep.keep {
-                    RecordFilter::All => true,
-                    RecordFilter::None => false,
-                    RecordFilter::Only(f) => f(&r),
-                };
-                if keep {
-                    ep.records.push(r);
+            match ep.keep {
+                RecordFilter::All => ep.transport.drain_trace(&mut ep.records),
+                RecordFilter::None => while ep.transport.poll_trace().is_some() {},
+                RecordFilter::Only(f) => {
+                    while let Some(r) = ep.transport.poll_trace() {
+                        if f(&r) {
+                            ep.records.push(r);
+                        }
+                    }
                 }
             }
             for d in tx.drain(..) {

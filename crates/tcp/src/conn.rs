@@ -130,6 +130,9 @@ pub struct TcpConnection {
     pub(crate) prior_cwnd: u64,
     pub(crate) rtt: Rtt,
     pub(crate) rack: Option<Rack>,
+    /// The segments the last cumulative ACK took off the queue (a buffer
+    /// reused from one ACK to the next).
+    pub(crate) acked_scratch: Vec<crate::sender::AckedSkb>,
     /// Transmissions so far (each data segment sent gets the next number:
     /// `Skb::tx_order`).
     pub(crate) tx_count: u64,
@@ -185,6 +188,7 @@ impl TcpConnection {
         Ok(TcpConnection {
             rtt: Rtt::new(&cfg),
             rack: cfg.rack.map(|_| Rack::default()),
+            acked_scratch: Vec::new(),
             tx_count: 0,
             rcv: Receiver::new(
                 cfg.rcv_buf,
@@ -537,12 +541,14 @@ impl TcpConnection {
             return; // not established yet
         }
         let clamp = |v: u64| v.min(u64::from(u32::MAX)) as u32;
-        let cc = (
+        let window = (
             clamp(self.to_bytes(self.cwnd)),
             clamp(self.to_bytes(self.ssthresh)),
-            clamp(self.to_bytes(self.sq.pipe(self.cfg.cwnd_unit))),
         );
-        if self.last_cc.map(|(c, s, _)| (c, s)) != Some((cc.0, cc.1)) {
+        if self.last_cc.map(|(c, s, _)| (c, s)) != Some(window) {
+            // The flight (a walk over the queue) only when recorded.
+            let flight = clamp(self.to_bytes(self.sq.pipe(self.cfg.cwnd_unit)));
+            let cc = (window.0, window.1, flight);
             self.last_cc = Some(cc);
             self.trace.push_back(Record::Congestion {
                 time: now,
@@ -614,7 +620,7 @@ impl TcpConnection {
                     self.send_ack(now);
                 }
             }
-            _ => self.on_synchronized(now, &seg),
+            _ => self.on_synchronized(now, seg),
         }
     }
 
@@ -706,7 +712,7 @@ impl TcpConnection {
         Duration::from_millis(u64::from(ms.clamp(1, 0x7FFF_FFFF)))
     }
 
-    fn on_synchronized(&mut self, now: Instant, seg: &Segment) {
+    fn on_synchronized(&mut self, now: Instant, seg: Segment) {
         if seg.flags.syn() {
             if seg.seq == self.irs {
                 // A retransmitted SYN or SYN-ACK: our answer was lost.
@@ -733,7 +739,7 @@ impl TcpConnection {
                 self.discard(now, "ack-of-nothing");
                 return;
             }
-            self.established(now, seg);
+            self.established(now, &seg);
         }
         let Some(seq) = Self::unwrap(seg.seq, self.irs, self.rcv.rcv_nxt) else {
             self.discard(now, "seq-before-isn");
@@ -774,19 +780,18 @@ impl TcpConnection {
             return;
         }
         if has_data {
-            self.on_data(now, seq, &seg.payload, seg.flags.fin(), seg.flags.psh());
+            let (fin, push) = (seg.flags.fin(), seg.flags.psh());
+            self.on_data(now, seq, seg.payload, fin, push);
         }
         self.transmit(now);
     }
 
-    fn on_data(&mut self, now: Instant, seq: u64, payload: &[u8], fin: bool, push: bool) {
+    fn on_data(&mut self, now: Instant, seq: u64, payload: Vec<u8>, fin: bool, push: bool) {
+        let end = seq + payload.len() as u64;
         let o = self
             .rcv
             .on_segment(now, seq, payload, fin, push, self.rtt.rto());
-        if o.arrived.is_empty()
-            && !o.fin_reached
-            && seq + payload.len() as u64 > self.rcv.rcv_nxt + self.rcv.window()
-        {
+        if o.arrived.is_empty() && !o.fin_reached && end > self.rcv.rcv_nxt + self.rcv.window() {
             self.rcv.force_ack();
         }
         if self.cfg.trace {
@@ -799,6 +804,7 @@ impl TcpConnection {
                 });
             }
         }
+        self.rcv.recycle(o.arrived);
         if let Some((unit, bytes)) = o.delivered {
             if self.cfg.trace {
                 self.trace.push_back(Record::Delivered {
@@ -924,15 +930,16 @@ impl Transport for TcpConnection {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        [
-            self.rtx_timer.map(|(t, _)| t),
-            self.reo_timer,
-            self.rcv.delack_deadline,
-            self.close_timer,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // The earliest of the four deadlines (asked after every event).
+        let earlier = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        earlier(
+            earlier(self.rtx_timer.map(|(t, _)| t), self.reo_timer),
+            earlier(self.rcv.delack_deadline, self.close_timer),
+        )
     }
 
     fn poll_app(&mut self) -> Option<AppEvent> {
@@ -941,6 +948,17 @@ impl Transport for TcpConnection {
 
     fn poll_trace(&mut self) -> Option<Record> {
         self.trace.pop_front()
+    }
+
+    fn drain_trace(&mut self, out: &mut Vec<Record>) {
+        if self.trace.is_empty() {
+            return;
+        }
+        // The queue as a vector (its buffer, no copy while it starts at the
+        // buffer's start), appended at once, then the emptied buffer back.
+        let mut queued = Vec::from(std::mem::take(&mut self.trace));
+        out.append(&mut queued);
+        self.trace = VecDeque::from(queued);
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {

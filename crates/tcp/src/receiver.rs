@@ -5,6 +5,7 @@
 //! Sequence positions here are offsets from the peer's ISN: its SYN is 0 and
 //! the first data byte is 1 (unit 0).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use thinstream_base::{Duration, Instant};
 
@@ -54,6 +55,9 @@ pub(crate) struct Receiver {
     // Timestamps.
     pub(crate) ts_recent: Option<u32>,
     last_ack_sent: u64,
+    /// The buffer of the last outcome's `arrived`, handed back by
+    /// [`Receiver::recycle`] to be reused (no allocation per segment).
+    spare_arrived: Vec<(u64, u64, bool)>,
 }
 
 impl Receiver {
@@ -84,6 +88,7 @@ impl Receiver {
             pingpong: false,
             ts_recent: None,
             last_ack_sent: 0,
+            spare_arrived: Vec::new(),
         }
     }
 
@@ -113,24 +118,46 @@ impl Receiver {
     /// Accepts the payload (and FIN) of a segment starting at offset `seq`,
     /// `push` its PSH flag. `rto` is the endpoint's current RTO, for Linux's
     /// "long gap" quick-ack.
-    pub(crate) fn on_segment(
+    pub(crate) fn on_segment<'a>(
         &mut self,
         now: Instant,
         seq: u64,
-        payload: &[u8],
+        payload: impl Into<Cow<'a, [u8]>>,
         fin: bool,
         push: bool,
         rto: Duration,
     ) -> RxOutcome {
-        let mut out = RxOutcome::default();
+        let mut payload: Cow<'a, [u8]> = payload.into();
+        let payload_len = payload.len() as u64;
+        let mut out = RxOutcome {
+            arrived: std::mem::take(&mut self.spare_arrived),
+            ..RxOutcome::default()
+        };
+        out.arrived.clear();
         let before = self.rcv_nxt;
         let had_holes = !self.ooo.is_empty();
         let right_edge = self.rcv_nxt + self.rcv_buf;
-        let end = seq + payload.len() as u64;
+        let end = seq + payload_len;
         let kept_end = end.min(right_edge);
         let mut fully_duplicate = !payload.is_empty();
-        // Split [seq, kept_end) into duplicate and new pieces.
-        let mut pos = seq;
+        let mut data = Vec::new();
+        if seq == self.rcv_nxt && kept_end > seq && self.ooo.is_empty() {
+            // In order with nothing held (a thin stream's every segment but
+            // after a loss): the kept bytes are delivered at once, exactly as
+            // storing them and draining the store would.
+            out.arrived.push((seq - 1, kept_end - 1, false));
+            data = if kept_end == end {
+                // The segment's own buffer when it is taken whole (no copy).
+                std::mem::take(&mut payload).into_owned()
+            } else {
+                payload[..(kept_end - seq) as usize].to_vec()
+            };
+            self.rcv_nxt = kept_end;
+            fully_duplicate = false;
+        }
+        // Split [seq, kept_end) into duplicate and new pieces (nothing left
+        // after the in-order case).
+        let mut pos = if data.is_empty() { seq } else { kept_end };
         while pos < kept_end {
             if pos < self.rcv_nxt {
                 let e = kept_end.min(self.rcv_nxt);
@@ -172,7 +199,6 @@ impl Receiver {
             self.fin = Some(end);
         }
         // Drain in-order data.
-        let mut data = Vec::new();
         while let Some(entry) = self.ooo.first_entry() {
             if *entry.key() != self.rcv_nxt {
                 break;
@@ -192,7 +218,7 @@ impl Receiver {
         }
         // SACK bookkeeping: the block holding this segment goes first.
         self.sack_recent.retain(|(_, e)| *e > self.rcv_nxt);
-        if !payload.is_empty() && seq > self.rcv_nxt {
+        if payload_len > 0 && seq > self.rcv_nxt {
             if let Some(block) = self.block_containing(seq) {
                 self.sack_recent
                     .retain(|b| !(b.0 <= block.1 && block.0 <= b.1));
@@ -201,7 +227,7 @@ impl Receiver {
             }
         }
         // ACK schedule.
-        let has_data = !payload.is_empty();
+        let has_data = payload_len > 0;
         if has_data || fin {
             let out_of_order = seq > before || !self.ooo.is_empty();
             let filled_hole = had_holes && self.rcv_nxt > before;
@@ -210,7 +236,7 @@ impl Receiver {
                 .is_some_and(|t| now.saturating_duration_since(t) > rto);
             if has_data {
                 self.last_data = Some(now);
-                let len = payload.len() as u64;
+                let len = payload_len;
                 self.pending_bytes += len;
                 // Linux tcp_measure_rcv_mss, simplified: the last segment's size.
                 self.rcv_mss = len;
@@ -259,6 +285,11 @@ impl Receiver {
         out
     }
 
+    /// Gives back an outcome's `arrived` buffer once read.
+    pub(crate) fn recycle(&mut self, arrived: Vec<(u64, u64, bool)>) {
+        self.spare_arrived = arrived;
+    }
+
     fn block_containing(&self, seq: u64) -> Option<(u64, u64)> {
         let (&s0, v0) = self.ooo.range(..=seq).next_back()?;
         let mut start = s0;
@@ -284,6 +315,9 @@ impl Receiver {
     /// SACK blocks to report now (offsets), most recent first, at most `max`.
     pub(crate) fn sack_blocks(&self, max: usize) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
+        if self.sack_recent.is_empty() {
+            return out;
+        }
         for &(s, _) in &self.sack_recent {
             if let Some(b) = self.block_containing(s.max(self.rcv_nxt)) {
                 if !out.contains(&b) {
@@ -342,6 +376,9 @@ impl Receiver {
 }
 
 fn merge_adjacent_pieces(v: &mut Vec<(u64, u64, bool)>) {
+    if v.len() < 2 {
+        return;
+    }
     let mut out: Vec<(u64, u64, bool)> = Vec::with_capacity(v.len());
     for &p in v.iter() {
         match out.last_mut() {

@@ -156,7 +156,8 @@ impl TcpConnection {
             } else {
                 None
             };
-            let acked = self.sq.ack(ack);
+            let mut acked = std::mem::take(&mut self.acked_scratch);
+            self.sq.ack_into(ack, &mut acked);
             self.snd_una = ack;
             for a in &acked {
                 if a.whole {
@@ -190,6 +191,7 @@ impl TcpConnection {
                     }
                 }
             }
+            self.acked_scratch = acked;
             fin_acked = fin_seq.is_some_and(|f| ack > f);
             // RTT sample: timestamps (Linux tcp_ack_saw_tstamp) or Karn's rule
             // on the oldest newly acknowledged segment (tcp_ack_no_tstamp).
@@ -714,7 +716,8 @@ impl TcpConnection {
                 }
             }
         }
-        let mut data = Vec::new();
+        // One piece, two with a bundle: allocated once at its size.
+        let mut data = Vec::with_capacity(1 + usize::from(bundle_start < skb.start));
         if bundle_start < skb.start {
             data.push(SentData {
                 units: Units::new(bundle_start, skb.start),

@@ -341,29 +341,40 @@ impl Segment {
 fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
     let mut sum: u64 = 0;
     // Each slice starts at an even offset of the summed data. Eight bytes
-    // at a time as two 32-bit big-endian words: folding a sum of 32-bit
-    // words gives the same ones'-complement sum as 16-bit words (RFC 1071
-    // §2 (B), parallel summation), with a quarter of the additions.
+    // at a time as one 64-bit big-endian word with end-around carry:
+    // 2^64 is 1 modulo 2^16 - 1, so folding that sum gives the same
+    // ones'-complement sum as 16-bit words (RFC 1071 §2 (B), parallel
+    // summation) with a quarter of the additions. The carries are counted
+    // apart (`wraps`) and added after the fold.
+    let mut wraps: u64 = 0;
     let mut add = |b: &[u8]| {
         let mut words = b.chunks_exact(8);
+        let mut word = |v: u64| {
+            let (s, carried) = sum.overflowing_add(v);
+            sum = s;
+            wraps += u64::from(carried);
+        };
         for w in &mut words {
-            let v = u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-            sum += (v >> 32) + (v & 0xFFFF_FFFF);
+            word(u64::from_be_bytes([
+                w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
+            ]));
         }
         let mut chunks = words.remainder().chunks_exact(2);
         for c in &mut chunks {
-            sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
+            word(u64::from(u16::from_be_bytes([c[0], c[1]])));
         }
         if let [last] = chunks.remainder() {
-            sum += u64::from(u16::from_be_bytes([*last, 0]));
+            word(u64::from(u16::from_be_bytes([*last, 0])));
         }
     };
-    match (src, dst) {
+    let pseudo = match (src, dst) {
+        // The IPv4 pseudo-header as 32-bit words: each address, then zero,
+        // protocol 6 and the length.
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            add(&s.octets());
-            add(&d.octets());
-            add(&[0, 6]);
-            add(&(segment.len() as u16).to_be_bytes());
+            u64::from(s.to_bits())
+                + u64::from(d.to_bits())
+                + (6 << 16)
+                + u64::from(segment.len() as u16)
         }
         _ => {
             let v6 = |a: IpAddr| match a {
@@ -374,9 +385,13 @@ fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
             add(&v6(dst));
             add(&(segment.len() as u32).to_be_bytes());
             add(&[0, 0, 0, 6]);
+            0
         }
-    }
+    };
     add(segment);
+    // Down to 32 bits, then the carries and the pseudo-header (all far
+    // below 2^63: nothing overflows).
+    let mut sum = (sum >> 32) + (sum & 0xFFFF_FFFF) + wraps + pseudo;
     while sum >> 16 != 0 {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }

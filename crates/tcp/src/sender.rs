@@ -198,8 +198,17 @@ impl SendQueue {
     }
 
     /// Removes what the cumulative ACK `una` (sequence offset) covers.
+    #[cfg(test)]
     pub(crate) fn ack(&mut self, una: u64) -> Vec<AckedSkb> {
         let mut out = Vec::new();
+        self.ack_into(una, &mut out);
+        out
+    }
+
+    /// [`SendQueue::ack`] into `out` (cleared first), a buffer the caller
+    /// reuses from one ACK to the next.
+    pub(crate) fn ack_into(&mut self, una: u64, out: &mut Vec<AckedSkb>) {
+        out.clear();
         while let Some(front) = self.rtx.front_mut() {
             if front.seq_end() <= una {
                 let s = self.rtx.pop_front().expect("front exists");
@@ -243,7 +252,6 @@ impl SendQueue {
                 break;
             }
         }
-        out
     }
 
     /// Marks segments wholly inside the SACK block `[l, r)` (sequence
