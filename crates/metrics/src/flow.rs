@@ -201,6 +201,36 @@ pub struct MessageOutcome {
     pub abandoned: bool,
 }
 
+impl MessageOutcome {
+    /// A message just submitted (`Submitted` record): nothing sent,
+    /// acknowledged, arrived or delivered yet.
+    pub(crate) fn submitted(
+        message: u64,
+        stream: u16,
+        bytes: u32,
+        unordered: bool,
+        units: Units,
+        sent: Instant,
+        submitted: Instant,
+    ) -> MessageOutcome {
+        MessageOutcome {
+            message,
+            stream,
+            bytes,
+            unordered,
+            units,
+            sent,
+            submitted,
+            first_tx: None,
+            retransmissions: 0,
+            acked: None,
+            arrived: None,
+            delivered: None,
+            abandoned: false,
+        }
+    }
+}
+
 /// One retransmitted data piece (a `PacketSent` piece whose reason is not
 /// [`TxReason::New`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -514,21 +544,9 @@ impl SenderScan {
                     if s.owner.fill_gaps(units, s.messages.len()) != units.len() {
                         return Err(MetricsError::OverlappingMessage { message: *message });
                     }
-                    s.messages.push(MessageOutcome {
-                        message: *message,
-                        stream: *stream,
-                        bytes: *bytes,
-                        unordered: *unordered,
-                        units,
-                        sent: *time,
-                        submitted: *time,
-                        first_tx: None,
-                        retransmissions: 0,
-                        acked: None,
-                        arrived: None,
-                        delivered: None,
-                        abandoned: false,
-                    });
+                    s.messages.push(MessageOutcome::submitted(
+                        *message, *stream, *bytes, *unordered, units, *time, *time,
+                    ));
                 }
                 Record::PacketSent { time, data, .. } => {
                     s.counters.packets_sent += 1;

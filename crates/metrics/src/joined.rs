@@ -603,21 +603,9 @@ impl FlowStream {
                 };
                 let m = Open {
                     index,
-                    outcome: MessageOutcome {
-                        message: *message,
-                        stream: *stream,
-                        bytes: *bytes,
-                        unordered: *unordered,
-                        units,
-                        sent,
-                        submitted: time,
-                        first_tx: None,
-                        retransmissions: 0,
-                        acked: None,
-                        arrived: None,
-                        delivered: None,
-                        abandoned: false,
-                    },
+                    outcome: MessageOutcome::submitted(
+                        *message, *stream, *bytes, *unordered, units, sent, time,
+                    ),
                     acked_units: 0,
                     arrived_units: 0,
                     delivered_units: 0,
