@@ -678,7 +678,17 @@ impl Endpoint {
                 continue;
             }
             match self.assocs.get_mut(&id).and_then(|a| a.poll_app()) {
-                Some(e) => return Some((id, e)),
+                Some(e) => {
+                    if matches!(e, AppEvent::Received { .. }) {
+                        // Taking a message frees receive buffer: the
+                        // association may owe a window update now, with no
+                        // packet coming in to prompt it (the peer may be
+                        // waiting for exactly that update). Index its
+                        // output at the next transmit.
+                        self.lent.insert(id);
+                    }
+                    return Some((id, e));
+                }
                 None => {
                     self.app_ready.remove(&id);
                     self.maybe_reap(id);
