@@ -36,15 +36,25 @@
 //!
 //! A message is *final* once every unit of it was acknowledged, had arrived
 //! and was delivered, or once it was abandoned and every unit had arrived
-//! (an abandoned message that never arrives stays open until the end).
-//! None of its facts can change afterwards: a sender does not transmit
-//! acknowledged data again, and only first arrivals, acknowledgements and
-//! deliveries count.
+//! (an abandoned message that never arrives stays open until the end), and
+//! every unit of it lies below the *resend floor*: the lowest unit neither
+//! acknowledged nor abandoned, which is the sender's cumulative point (TCP
+//! `snd_una`; SCTP the cumulative TSN ack with abandoned chunks skipped).
+//! None of its facts can change afterwards: a sender does not transmit data
+//! below its cumulative point again, and only first arrivals,
+//! acknowledgements and deliveries count. Data acknowledged only
+//! selectively can be sent again (a TCP RDB bundle starts at `snd_una` and
+//! carries SACKed bytes above a hole), so a message acknowledged, arrived
+//! and delivered above the floor stays open until the floor passes it, and
+//! such copies count in its retransmissions as in the full analysis. Its
+//! latency sample and retransmission group are recorded when it becomes
+//! final.
 //!
 //! Given the same records, [`FlowStream::finish`] gives the
 //! [`FlowDigest`] that [`FlowAnalysis::digest`](crate::FlowAnalysis::digest)
 //! gives, field for field (tested on simulated SCTP and TCP runs with
-//! loss), as long as no data of a final message is transmitted again (a
+//! loss, TCP RDB on a congested bottleneck) as long as no data below the
+//! resend floor is transmitted again (see `FlowStream::advance_floor`; a
 //! piece carrying such units counts them as sent before, once) and the
 //! one-way-delay correction is not `drift-corrected` (which needs the first
 //! and last 1000 samples of the flow; refused with
@@ -201,6 +211,11 @@ pub struct FlowStream {
     abandoned: RangeMap<Instant>,
     /// Units of no message ever sent: one past the highest unit sent.
     high_unit: u64,
+    /// The lowest unit neither acknowledged nor abandoned: the sender's
+    /// cumulative point as its records show it. No sender here transmits
+    /// a unit below it again (see [`FlowStream::advance_floor`]), so only
+    /// final messages below it are forgotten.
+    resend_floor: u64,
     messages: u64,
     abandoned_messages: u64,
     delivered_messages: u64,
@@ -280,6 +295,7 @@ impl FlowStream {
             delivered: RangeMap::new(),
             abandoned: RangeMap::new(),
             high_unit: 0,
+            resend_floor: 0,
             messages: 0,
             abandoned_messages: 0,
             delivered_messages: 0,
@@ -658,6 +674,7 @@ impl FlowStream {
                     }
                 }
                 self.extend_window(time);
+                self.advance_floor(time);
                 self.finish_ready(units, time);
             }
             Record::Abandoned { units, .. } => {
@@ -668,6 +685,7 @@ impl FlowStream {
                         self.open[i].outcome.abandoned = true;
                     }
                 }
+                self.advance_floor(time);
                 self.finish_ready(units, time);
             }
             Record::Rto { rto, .. } => self.rto.set(time, *rto, &mut self.recovery),
@@ -719,7 +737,9 @@ impl FlowStream {
         }
         let (parts, in_done) = self.done.outside(units);
         let mut new_units = 0;
-        // Units of final messages were sent before.
+        // Units of forgotten messages lie below the resend floor, which no
+        // sender here transmits again; were they, they would count as sent
+        // before, once.
         let mut before: Option<u32> = (in_done > 0).then_some(1);
         let mut spurious = true;
         for part in parts {
@@ -791,18 +811,54 @@ impl FlowStream {
         }
     }
 
-    /// Finalizes the open messages overlapping `units` that became final.
+    /// Moves the resend floor over the units acknowledged or abandoned
+    /// since, and forgets the final messages it passed.
+    ///
+    /// Why no unit below it is sent again: TCP (`tcp`) records a unit as
+    /// acknowledged when a SACK block or the cumulative ACK covers it
+    /// first; it never takes a SACK mark back and reads SACK blocks only
+    /// above the ACK's cumulative point, and a receiver there keeps the
+    /// data it reported, so the lowest unit not acknowledged is `snd_una`,
+    /// below which nothing is sent (an RDB bundle or a retransmission
+    /// starts at `snd_una`). SCTP (`proto`) records a chunk as acknowledged
+    /// at or below the cumulative TSN ack or in a gap block (which never
+    /// holds the chunk right after the cumulative TSN ack: the receiver
+    /// would have acknowledged it cumulatively), drops SACKs older than its
+    /// cumulative point, and never sends an abandoned chunk again. The one
+    /// case that could send below the floor: a chunk gap-acked above an
+    /// abandoned one and then taken back as reneged (its copy would count
+    /// as sent before, once).
+    fn advance_floor(&mut self, now: Instant) {
+        let from = self.resend_floor;
+        loop {
+            let p = self.resend_floor;
+            let next = self.acked.covered_end(p).max(self.abandoned.covered_end(p));
+            if next == p {
+                break;
+            }
+            self.resend_floor = next;
+        }
+        if self.resend_floor > from {
+            self.finish_ready(Units::new(from, self.resend_floor), now);
+        }
+    }
+
+    /// Finalizes the open messages overlapping `units` that became final:
+    /// acknowledged, arrived and delivered, or abandoned and arrived, and
+    /// below the resend floor.
     fn finish_ready(&mut self, units: Units, now: Instant) {
         let std::ops::Range {
             start: mut i,
             end: mut to,
         } = self.owners(units);
+        let floor = self.resend_floor;
         // In unit order; a finalized message leaves `open`, so the next one
         // takes its index.
         while i < to {
             let m = &self.open[i];
             let n = m.outcome.units.len();
-            let ready = m.arrived_units == n
+            let ready = m.outcome.units.end <= floor
+                && m.arrived_units == n
                 && (m.outcome.abandoned || (m.acked_units == n && m.delivered_units == n));
             if ready {
                 self.finalize(i, Some(now));

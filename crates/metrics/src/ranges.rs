@@ -184,6 +184,19 @@ impl<V: Copy> RangeMap<V> {
         self.overlapping(Units::one(unit)).next().map(|(_, v)| v)
     }
 
+    /// One past the last unit of the run of covered units starting at
+    /// `unit` (`unit` itself if it has no value).
+    pub(crate) fn covered_end(&self, unit: u64) -> u64 {
+        let mut end = unit;
+        for &(s, e, _) in self.map.range(self.first_ending_after(unit)..) {
+            if s > end {
+                break;
+            }
+            end = e;
+        }
+        end
+    }
+
     fn split_at(&mut self, pos: u64) {
         let i = self.first_starting_from(pos);
         if i == 0 {
@@ -455,6 +468,22 @@ mod tests {
         assert_eq!(m.max_if_covered(Units::new(4, 6)), None);
         assert_eq!(m.max_if_covered(Units::new(24, 26)), None);
         assert_eq!(m.min_any(Units::new(0, 100)), Some(1));
+    }
+
+    #[test]
+    fn covered_end_follows_adjacent_ranges() {
+        let mut m = RangeMap::new();
+        assert_eq!(m.covered_end(3), 3);
+        m.fill_gaps(Units::new(0, 3), 7u32);
+        m.fill_gaps(Units::new(3, 5), 8);
+        m.fill_gaps(Units::new(6, 9), 9);
+        assert_eq!(m.covered_end(0), 5);
+        assert_eq!(m.covered_end(4), 5);
+        assert_eq!(m.covered_end(5), 5);
+        assert_eq!(m.covered_end(6), 9);
+        assert_eq!(m.covered_end(9), 9);
+        m.fill_gaps(Units::new(5, 6), 1);
+        assert_eq!(m.covered_end(1), 9);
     }
 
     #[test]

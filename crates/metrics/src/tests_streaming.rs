@@ -597,3 +597,133 @@ fn streamed_cumulative_ack_latency_matches_the_whole_trace() {
     // A message never acknowledged holds back every later one.
     compare_cumulative(4, 1000, 0.05, true, 50);
 }
+
+/// A TCP-like trace where a redundant bundle (RDB) carries bytes of a
+/// message that was already selectively acknowledged, had arrived and was
+/// delivered, while the cumulative ACK for the hole below it was still in
+/// flight: the streamed digest equals the whole-trace one, that copy
+/// counting in the message's retransmissions and in the reason table's
+/// row by number.
+#[test]
+fn streamed_copy_of_a_sacked_delivered_message_counts_as_in_the_whole_trace() {
+    use crate::joined::FlowStream;
+    let t = Instant::from_millis;
+    let sent = |at: u64, units: Units, reason: TxReason| Record::PacketSent {
+        time: t(at),
+        wire_bytes: 0,
+        data: vec![SentData {
+            units,
+            bytes: units.len() as u32,
+            reason,
+        }],
+        control: 0,
+    };
+    let submitted = |message: u64, units: Units| Record::Submitted {
+        time: t(0),
+        message,
+        stream: 0,
+        bytes: units.len() as u32,
+        unordered: false,
+        units,
+    };
+    let (a, b, c) = (
+        Units::new(0, 100),
+        Units::new(100, 200),
+        Units::new(200, 300),
+    );
+    let tx = vec![
+        submitted(0, a),
+        submitted(1, b),
+        sent(0, a, TxReason::New),
+        sent(1, b, TxReason::New),
+        // B is SACKed above the hole at A.
+        Record::Acked {
+            time: t(100),
+            units: b,
+        },
+        sent(150, a, TxReason::FastRetransmit),
+        // New data C with a redundant bundle from snd_una (A and B) while
+        // the cumulative ACK for A is in flight.
+        Record::Submitted {
+            time: t(260),
+            message: 2,
+            stream: 0,
+            bytes: 100,
+            unordered: false,
+            units: c,
+        },
+        sent(260, Units::new(0, 200), TxReason::RedundantBundle),
+        sent(260, c, TxReason::New),
+        Record::Acked {
+            time: t(300),
+            units: a,
+        },
+        Record::Acked {
+            time: t(360),
+            units: c,
+        },
+    ];
+    let rx = vec![
+        Record::Arrived {
+            time: t(50),
+            units: b,
+            bytes: 100,
+            duplicate: false,
+        },
+        Record::Arrived {
+            time: t(200),
+            units: a,
+            bytes: 100,
+            duplicate: false,
+        },
+        Record::Delivered {
+            time: t(200),
+            stream: 0,
+            bytes: 200,
+            unordered: false,
+            units: Units::new(0, 200),
+        },
+        Record::Arrived {
+            time: t(310),
+            units: Units::new(0, 200),
+            bytes: 200,
+            duplicate: true,
+        },
+        Record::Arrived {
+            time: t(310),
+            units: c,
+            bytes: 100,
+            duplicate: false,
+        },
+        Record::Delivered {
+            time: t(310),
+            stream: 0,
+            bytes: 100,
+            unordered: false,
+            units: c,
+        },
+    ];
+    let kinds = [LatencyKind::Application, LatencyKind::AckFromFirstTx];
+    let full = whole_two_sided(&tx, &rx).digest(&kinds);
+    // The whole trace counts the bundle as B's second transmission.
+    let retransmissions: Vec<u32> = full.latencies[&LatencyKind::Application]
+        .iter()
+        .map(|s| s.retransmissions)
+        .collect();
+    assert_eq!(retransmissions, [2, 1, 0]);
+    for chunk_ms in [1, 1000] {
+        let mut s = FlowStream::new(OwdCorrection::None, &kinds, None).unwrap();
+        let step = thinstream_base::Duration::from_millis(chunk_ms);
+        let (mut i, mut j) = (0, 0);
+        let mut upto = Instant::from_nanos(0);
+        while i < tx.len() || j < rx.len() {
+            upto = upto + step;
+            let a = i + tx[i..].partition_point(|r| r.time() < upto);
+            let b = j + rx[j..].partition_point(|r| r.time() < upto);
+            s.push(tx[i..a].to_vec(), rx[j..b].to_vec(), upto).unwrap();
+            (i, j) = (a, b);
+        }
+        let (digest, _) = s.finish().unwrap();
+        assert_eq!(digest, full, "records fed {chunk_ms} ms at a time");
+    }
+}
