@@ -3,7 +3,9 @@
 //! Two events due at the same instant pop in the order they were pushed, so a
 //! run never depends on how the heap happens to break ties (the smoltcp
 //! netsim and TigerBeetle habit, examples-to-follow habit 7). Payloads live
-//! in a slab beside the heap so sifting moves 24-byte keys, not datagrams.
+//! in a slab beside the heap so sifting moves 16-byte keys, not datagrams:
+//! the time, and one word holding the sequence number above the slot index
+//! (the sequence numbers are unique, so the slot bits never decide an order).
 //! The heap is 4-ary (`dary_heap`): half the depth of a binary heap, and a
 //! node's children share cache lines, which is what a pop costs once
 //! thousands of flows keep tens of thousands of events pending. Keys are
@@ -14,10 +16,18 @@ use dary_heap::QuaternaryHeap;
 use std::cmp::Reverse;
 use thinstream_base::Instant;
 
+/// Bits of a key's second word that hold the slot index.
+const SLOT_BITS: u32 = 24;
+/// Most events pending at once.
+pub const MAX_PENDING: usize = 1 << SLOT_BITS;
+/// Most events pushed over a queue's life (2^40, about 10^12).
+pub const MAX_PUSHED: u64 = 1 << (64 - SLOT_BITS);
+
 /// A min-queue of `T` ordered by `(at, seq)`, `seq` being the push order.
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    heap: QuaternaryHeap<Reverse<(Instant, u64, u32)>>,
+    /// `(at, seq << SLOT_BITS | slot)`.
+    heap: QuaternaryHeap<Reverse<(Instant, u64)>>,
     slots: Vec<Option<T>>,
     free: Vec<u32>,
     next_seq: u64,
@@ -48,20 +58,26 @@ impl<T> EventQueue<T> {
                 s
             }
             None => {
-                let s = u32::try_from(self.slots.len()).expect("more than 2^32 pending events");
+                assert!(
+                    self.slots.len() < MAX_PENDING,
+                    "more than {MAX_PENDING} events pending at once"
+                );
                 self.slots.push(Some(event));
-                s
+                (self.slots.len() - 1) as u32
             }
         };
         let seq = self.next_seq;
+        assert!(seq < MAX_PUSHED, "more than {MAX_PUSHED} events pushed");
         self.next_seq += 1;
-        self.heap.push(Reverse((at, seq, slot)));
+        self.heap
+            .push(Reverse((at, seq << SLOT_BITS | u64::from(slot))));
         seq
     }
 
     /// Removes and returns the earliest event (ties: first pushed).
     pub fn pop(&mut self) -> Option<(Instant, T)> {
-        let Reverse((at, _seq, slot)) = self.heap.pop()?;
+        let Reverse((at, key)) = self.heap.pop()?;
+        let slot = (key & ((1 << SLOT_BITS) - 1)) as u32;
         self.free.push(slot);
         // Invariant: every heap key points at an occupied slot; slots are
         // freed only here, together with their key.
@@ -73,7 +89,7 @@ impl<T> EventQueue<T> {
 
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((at, _, _))| *at)
+        self.heap.peek().map(|Reverse((at, _))| *at)
     }
 
     pub fn len(&self) -> usize {

@@ -15,20 +15,23 @@ pub enum Passage {
     HeldBack,
 }
 
-/// Delay, jitter and reordering for one direction.
+/// Delay, jitter and reordering for one direction. What every packet reads
+/// comes first (`repr(C)` keeps the order); the random streams, read only
+/// with jitter or reordering, last.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct DelayLine {
     delay: Duration,
-    jitter: Option<Jitter>,
-    jitter_rng: Rng,
-    reorder: Option<Reorder>,
-    reorder_rng: Rng,
     /// Packets delayed normally since the last reordered one (netem's
     /// `counter`, compared against `gap - 1`).
     since_reorder: u64,
     /// Latest arrival of a normally delayed copy: the clamp that keeps
     /// jitter from reordering.
     last_in_order: Instant,
+    jitter: Option<Jitter>,
+    reorder: Option<Reorder>,
+    jitter_rng: Rng,
+    reorder_rng: Rng,
 }
 
 impl DelayLine {
