@@ -10,7 +10,7 @@
 
 use crate::app::{App, AppCtx};
 use crate::pcap::PcapWriter;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Handle};
 use crate::result::{EndpointResult, EndpointStats, LinkResult, RunHeader, RunResult, StopReason};
 use crate::topology::{self, endpoint_addr, Node, Topology, TopologyError};
 use crate::{EndpointId, FlowId, LinkId, Side};
@@ -144,13 +144,16 @@ struct Endpoint {
     started: bool,
     transport: Box<dyn Transport>,
     app: Box<dyn App>,
-    /// The transport deadline currently scheduled, and its generation.
+    /// The transport deadline currently scheduled, its generation and its
+    /// event (cancelled when the deadline changes).
     timer_at: Option<Instant>,
     timer_generation: u64,
+    timer_event: Option<Handle>,
     /// What the app asked for, and what is scheduled.
     app_timer: Option<Instant>,
     app_timer_at: Option<Instant>,
     app_timer_generation: u64,
+    app_timer_event: Option<Handle>,
     /// Consecutive timer firings at one instant (livelock guard).
     same_instant_fires: (Instant, u32),
     records: Vec<Record>,
@@ -182,12 +185,18 @@ pub enum RecordFilter {
     Only(fn(&Record) -> bool),
 }
 
+/// A link and the node it leads to: what a packet crossing it touches
+/// (`repr(C)`: `to` beside the link's first, hottest fields).
+#[repr(C)]
 struct SimLink {
-    label: String,
     to: usize,
-    seed: Seed,
-    config: thinstream_link::LinkConfig,
     link: Link,
+}
+
+/// What names a link; read only by the API and at the end of the run.
+struct LinkName {
+    label: String,
+    seed: Seed,
 }
 
 /// Rounds of the drain loop for one input before the engine declares a
@@ -209,6 +218,8 @@ pub struct Simulation {
     setups: Vec<EndpointSetupState>,
     nodes: Vec<Node>,
     links: Vec<SimLink>,
+    /// Indexed like `links`.
+    link_names: Vec<LinkName>,
     /// Reused buffers: link output and drained transmits.
     link_out: Vec<(Instant, Datagram)>,
     tx_buf: Vec<Datagram>,
@@ -300,9 +311,11 @@ impl Simulation {
                     app: spec.app,
                     timer_at: None,
                     timer_generation: 0,
+                    timer_event: None,
                     app_timer: None,
                     app_timer_at: None,
                     app_timer_generation: 0,
+                    app_timer_event: None,
                     same_instant_fires: (Instant::ZERO, 0),
                     records: Vec::new(),
                     keep: RecordFilter::All,
@@ -311,16 +324,15 @@ impl Simulation {
             }
         }
         let mut links = Vec::with_capacity(plan.links.len());
+        let mut link_names = Vec::with_capacity(plan.links.len());
         for l in plan.links {
             header.seeds.push((l.label.clone(), l.seed));
             header.links.push((l.label.clone(), l.config.clone()));
             let link = Link::new(&l.config, l.seed);
-            links.push(SimLink {
+            links.push(SimLink { to: l.to, link });
+            link_names.push(LinkName {
                 label: l.label,
-                to: l.to,
                 seed: l.seed,
-                config: l.config,
-                link,
             });
         }
         Ok(Simulation {
@@ -332,6 +344,7 @@ impl Simulation {
             setups,
             nodes: plan.nodes,
             links,
+            link_names,
             link_out: Vec::new(),
             tx_buf: Vec::new(),
             capture: None,
@@ -368,9 +381,9 @@ impl Simulation {
     /// `link::Link::set_drop_predicate`. Returns false if no link has that
     /// label. May be called between `run_until` calls.
     pub fn set_drop_predicate(&mut self, label: &str, predicate: Option<DropPredicate>) -> bool {
-        match self.links.iter_mut().find(|l| l.label == label) {
-            Some(slot) => {
-                slot.link.set_drop_predicate(predicate);
+        match self.link_names.iter().position(|l| l.label == label) {
+            Some(i) => {
+                self.links[i].link.set_drop_predicate(predicate);
                 true
             }
             None => false,
@@ -379,7 +392,7 @@ impl Simulation {
 
     /// The labels of every link, in [`LinkId`] order.
     pub fn link_labels(&self) -> impl Iterator<Item = &str> {
-        self.links.iter().map(|l| l.label.as_str())
+        self.link_names.iter().map(|l| l.label.as_str())
     }
 
     /// Endpoints of the run (two per flow).
@@ -568,6 +581,7 @@ impl Simulation {
                         continue;
                     }
                     ep.timer_at = None;
+                    ep.timer_event = None;
                     ep.stats.timer_fires += 1;
                     if ep.same_instant_fires.0 == at {
                         ep.same_instant_fires.1 += 1;
@@ -594,6 +608,7 @@ impl Simulation {
                     }
                     ep.app_timer = None;
                     ep.app_timer_at = None;
+                    ep.app_timer_event = None;
                     let mut ctx = AppCtx::new(at, endpoint, &mut *ep.transport, &mut ep.app_timer);
                     ep.app.on_timer(&mut ctx);
                     self.drive(endpoint, at);
@@ -659,38 +674,46 @@ impl Simulation {
     }
 
     /// Keeps exactly one pending timer event per endpoint and timer kind:
-    /// when the wanted deadline changed, bump the generation (which makes
-    /// the event already queued stale) and queue a new one.
+    /// when the wanted deadline changed, cancel the event already queued,
+    /// bump the generation (a second guard against a superseded event) and
+    /// queue a new one.
     fn reschedule(&mut self, id: EndpointId, now: Instant) {
         let ep = &mut self.endpoints[id.0];
         let want = ep.transport.poll_timeout();
         if want != ep.timer_at {
+            // The event queued for the old deadline, if any, is superseded.
+            if let Some(h) = ep.timer_event.take() {
+                self.queue.cancel(h);
+            }
             ep.timer_generation += 1;
             ep.timer_at = want;
             if let Some(t) = want {
                 let generation = ep.timer_generation;
-                self.queue.push(
+                ep.timer_event = Some(self.queue.push(
                     t.max(now),
                     Event::TransportTimer {
                         endpoint: id,
                         generation,
                     },
-                );
+                ));
             }
         }
         let ep = &mut self.endpoints[id.0];
         if ep.app_timer != ep.app_timer_at {
+            if let Some(h) = ep.app_timer_event.take() {
+                self.queue.cancel(h);
+            }
             ep.app_timer_generation += 1;
             ep.app_timer_at = ep.app_timer;
             if let Some(t) = ep.app_timer {
                 let generation = ep.app_timer_generation;
-                self.queue.push(
+                ep.app_timer_event = Some(self.queue.push(
                     t.max(now),
                     Event::AppTimer {
                         endpoint: id,
                         generation,
                     },
-                );
+                ));
             }
         }
     }
@@ -733,7 +756,7 @@ impl Simulation {
             debug_assert!(
                 at >= now,
                 "link {} delivers into the past",
-                self.links[link.0].label
+                self.link_names[link.0].label
             );
             self.queue
                 .push(at.max(now), Event::LinkExit { link, datagram });
@@ -795,12 +818,13 @@ impl Simulation {
         let links = self
             .links
             .iter()
+            .zip(self.link_names)
             .enumerate()
-            .map(|(i, l)| LinkResult {
+            .map(|(i, (l, name))| LinkResult {
                 id: LinkId(i),
-                label: l.label.clone(),
-                seed: l.seed,
-                config: l.config.clone(),
+                label: name.label,
+                seed: name.seed,
+                config: l.link.config().clone(),
                 stats: l.link.stats().clone(),
             })
             .collect();
@@ -809,7 +833,7 @@ impl Simulation {
             stop,
             end: self.now,
             events: self.events,
-            stale_events: self.stale_events,
+            stale_events: self.stale_events + self.queue.cancelled(),
             unroutable: self.unroutable,
             endpoints,
             links,
