@@ -48,15 +48,16 @@ pub struct Link {
     /// Number of the last offered packet (packets are numbered from 1).
     offered: u64,
     last_now: Instant,
-    /// Latest arrival handed out so far, to count reordering.
-    latest_arrival: Option<Instant>,
+    /// Latest arrival handed out so far, to count reordering (zero before
+    /// the first: no arrival is earlier).
+    latest_arrival: Instant,
     /// Stages present on few links; `None` when none of them is.
     rare: Option<Box<RareStages>>,
     loss: Option<Box<LossProcess>>,
     queue: Option<Box<BottleneckQueue>>,
-    config: Box<LinkConfig>,
-    stats: LinkStats,
     delay: DelayLine,
+    stats: LinkStats,
+    config: Box<LinkConfig>,
 }
 
 /// The stages most links do not have.
@@ -161,7 +162,7 @@ impl Link {
             ),
             offered: 0,
             last_now: Instant::ZERO,
-            latest_arrival: None,
+            latest_arrival: Instant::ZERO,
             stats: LinkStats::default(),
         })
     }
@@ -310,9 +311,10 @@ impl Link {
             }
             let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
             debug_assert!(arrival >= now);
-            match self.latest_arrival {
-                Some(latest) if arrival < latest => self.stats.reordered += 1,
-                _ => self.latest_arrival = Some(arrival),
+            if arrival < self.latest_arrival {
+                self.stats.reordered += 1;
+            } else {
+                self.latest_arrival = arrival;
             }
             self.stats.delivered.add(len);
             report.delivered += 1;

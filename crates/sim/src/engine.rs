@@ -186,8 +186,9 @@ pub enum RecordFilter {
 }
 
 /// A link and the node it leads to: what a packet crossing it touches
-/// (`repr(C)`: `to` beside the link's first, hottest fields).
-#[repr(C)]
+/// (`repr(C)`, aligned to a cache line: `to` and the link's hot fields,
+/// which come first, fill the first two lines).
+#[repr(C, align(64))]
 struct SimLink {
     to: usize,
     link: Link,
