@@ -41,12 +41,18 @@ pub const COMPACT_MIN_CANCELLED: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handle(u32);
 
+/// A payload's place, aligned to a cache line: a payload of up to 64 bytes
+/// is read in one line when it pops.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot<T>(Option<T>);
+
 /// A min-queue of `T` ordered by `(at, seq)`, `seq` being the push order.
 #[derive(Debug)]
 pub struct EventQueue<T> {
     /// `(at, seq << SLOT_BITS | slot)`.
     heap: QuaternaryHeap<Reverse<(Instant, u64)>>,
-    slots: Vec<Option<T>>,
+    slots: Vec<Slot<T>>,
     free: Vec<u32>,
     /// One bit per slot: its event is pending and not cancelled.
     live: Vec<u64>,
@@ -85,7 +91,7 @@ impl<T> EventQueue<T> {
         let slot = match self.free.pop() {
             Some(s) => {
                 // Drops the payload of a cancelled event left here.
-                self.slots[s as usize] = Some(event);
+                self.slots[s as usize] = Slot(Some(event));
                 s
             }
             None => {
@@ -93,7 +99,7 @@ impl<T> EventQueue<T> {
                     self.slots.len() < MAX_PENDING,
                     "more than {MAX_PENDING} events pending at once"
                 );
-                self.slots.push(Some(event));
+                self.slots.push(Slot(Some(event)));
                 if self.slots.len() > self.live.len() * 64 {
                     self.live.push(0);
                 }
@@ -127,6 +133,7 @@ impl<T> EventQueue<T> {
             // Invariant: every live key points at an occupied slot; slots
             // are freed only with their key.
             let event = self.slots[slot as usize]
+                .0
                 .take()
                 .expect("heap key without payload");
             return Some((at, event));
