@@ -38,32 +38,71 @@ pub struct SendReport {
 /// 2. duplication of a survivor (the copy follows the original);
 /// 3. the bottleneck: drop-tail queue and serialisation at the rate;
 /// 4. corruption of a copy that the queue accepted;
-/// 5. propagation delay, jitter, reordering.
+///
+/// Layout: what every packet touches comes first (`repr(C)` keeps the
+/// order), and the stages most links lack live behind one pointer, so a
+/// simulation with thousands of links pulls a few cache lines per packet
+/// and link rather than the whole kilobyte the stages and the config take.
+#[repr(C)]
 pub struct Link {
-    config: LinkConfig,
+    /// Number of the last offered packet (packets are numbered from 1).
+    offered: u64,
+    last_now: Instant,
+    /// Latest arrival handed out so far, to count reordering (zero before
+    /// the first: no arrival is earlier).
+    latest_arrival: Instant,
+    /// Stages present on few links; `None` when none of them is.
+    rare: Option<Box<RareStages>>,
+    loss: Option<Box<LossProcess>>,
+    queue: Option<Box<BottleneckQueue>>,
+    delay: DelayLine,
+    stats: LinkStats,
+    config: Box<LinkConfig>,
+}
+
+/// The stages most links do not have.
+struct RareStages {
     outages: Vec<crate::config::Outage>,
     predicate: Option<DropPredicate>,
     listed: ListedDrops,
     periodic: Option<PeriodicDrops>,
     trace: Option<TraceDrops>,
-    loss: Option<LossProcess>,
     duplicator: Option<Duplicator>,
-    queue: Option<BottleneckQueue>,
     corrupter: Option<Corrupter>,
-    delay: DelayLine,
-    /// Number of the last offered packet (packets are numbered from 1).
-    offered: u64,
-    last_now: Instant,
-    /// Latest arrival handed out so far, to count reordering.
-    latest_arrival: Option<Instant>,
-    stats: LinkStats,
+}
+
+impl RareStages {
+    fn is_empty(&self) -> bool {
+        self.outages.is_empty()
+            && self.predicate.is_none()
+            && self.listed.is_empty()
+            && self.periodic.is_none()
+            && self.trace.is_none()
+            && self.duplicator.is_none()
+            && self.corrupter.is_none()
+    }
+
+    fn none() -> RareStages {
+        RareStages {
+            outages: Vec::new(),
+            predicate: None,
+            listed: ListedDrops::new(&[]),
+            periodic: None,
+            trace: None,
+            duplicator: None,
+            corrupter: None,
+        }
+    }
 }
 
 impl fmt::Debug for Link {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Link")
             .field("offered", &self.offered)
-            .field("has_predicate", &self.predicate.is_some())
+            .field(
+                "has_predicate",
+                &self.rare.as_ref().is_some_and(|r| r.predicate.is_some()),
+            )
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
@@ -87,8 +126,7 @@ impl Link {
     pub fn try_new(config: &LinkConfig, seed: Seed) -> Result<Link, LinkConfigError> {
         config.validate()?;
         let rng = |label: &str| seed.derive(label).rng();
-        Ok(Link {
-            config: config.clone(),
+        let rare = RareStages {
             outages: config.outages.clone(),
             predicate: None,
             listed: ListedDrops::new(&config.drop_packets),
@@ -97,17 +135,24 @@ impl Link {
                 .as_ref()
                 .map(|d| PeriodicDrops::new(d, rng(labels::PERIODIC))),
             trace: config.loss_trace.as_ref().map(TraceDrops::new),
-            loss: config
-                .loss
-                .as_ref()
-                .map(|m| LossProcess::new(m.clone(), rng(labels::LOSS))),
             duplicator: config
                 .duplicate
                 .map(|p| Duplicator::new(p, rng(labels::DUPLICATE))),
-            queue: config.bottleneck.as_ref().map(BottleneckQueue::new),
             corrupter: config
                 .corrupt
                 .map(|p| Corrupter::new(p, rng(labels::CORRUPT))),
+        };
+        Ok(Link {
+            config: Box::new(config.clone()),
+            rare: (!rare.is_empty()).then(|| Box::new(rare)),
+            loss: config
+                .loss
+                .as_ref()
+                .map(|m| Box::new(LossProcess::new(m.clone(), rng(labels::LOSS)))),
+            queue: config
+                .bottleneck
+                .as_ref()
+                .map(|b| Box::new(BottleneckQueue::new(b))),
             delay: DelayLine::new(
                 config.delay,
                 config.jitter.clone(),
@@ -117,7 +162,7 @@ impl Link {
             ),
             offered: 0,
             last_now: Instant::ZERO,
-            latest_arrival: None,
+            latest_arrival: Instant::ZERO,
             stats: LinkStats::default(),
         })
     }
@@ -153,13 +198,21 @@ impl Link {
         mut self,
         predicate: impl FnMut(&Datagram) -> bool + Send + 'static,
     ) -> Link {
-        self.predicate = Some(Box::new(predicate));
+        self.set_drop_predicate(Some(Box::new(predicate)));
         self
     }
 
     /// Replaces (or with `None` removes) the drop predicate mid-run.
     pub fn set_drop_predicate(&mut self, predicate: Option<DropPredicate>) {
-        self.predicate = predicate;
+        match (&mut self.rare, predicate) {
+            (Some(rare), predicate) => rare.predicate = predicate,
+            (None, None) => {}
+            (None, Some(predicate)) => {
+                let mut rare = RareStages::none();
+                rare.predicate = Some(predicate);
+                self.rare = Some(Box::new(rare));
+            }
+        }
     }
 
     /// Offer a datagram to the link at `now`. Appends zero or more (arrival
@@ -193,16 +246,22 @@ impl Link {
 
         // Every drop stage sees every packet, so one stage's decisions (and
         // random stream) never depend on whether another stage is present.
-        let outage = in_outage(&self.outages, now);
-        let predicate = self.predicate.as_mut().is_some_and(|f| f(&datagram));
-        let listed = self.listed.drops(k);
-        let periodic = self.periodic.as_mut().is_some_and(|p| p.drops(k));
-        let trace = self.trace.as_ref().is_some_and(|t| t.drops(k));
-        let model = self.loss.as_mut().is_some_and(LossProcess::next_lost);
-        let duplicated = self
-            .duplicator
-            .as_mut()
-            .is_some_and(Duplicator::next_duplicated);
+        let (outage, predicate, listed, periodic, trace) = match &mut self.rare {
+            None => (false, false, false, false, false),
+            Some(r) => (
+                in_outage(&r.outages, now),
+                r.predicate.as_mut().is_some_and(|f| f(&datagram)),
+                r.listed.drops(k),
+                r.periodic.as_mut().is_some_and(|p| p.drops(k)),
+                r.trace.as_ref().is_some_and(|t| t.drops(k)),
+            ),
+        };
+        let model = self.loss.as_mut().is_some_and(|l| l.next_lost());
+        let duplicated = self.rare.as_mut().is_some_and(|r| {
+            r.duplicator
+                .as_mut()
+                .is_some_and(Duplicator::next_duplicated)
+        });
 
         let cause = [
             (outage, DropCause::Outage),
@@ -242,19 +301,20 @@ impl Link {
                 },
                 None => now,
             };
-            if self
-                .corrupter
-                .as_mut()
-                .is_some_and(|c| c.maybe_corrupt(&mut d.payload))
-            {
+            if self.rare.as_mut().is_some_and(|r| {
+                r.corrupter
+                    .as_mut()
+                    .is_some_and(|c| c.maybe_corrupt(&mut d.payload))
+            }) {
                 self.stats.corrupted += 1;
                 report.corrupted += 1;
             }
             let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
             debug_assert!(arrival >= now);
-            match self.latest_arrival {
-                Some(latest) if arrival < latest => self.stats.reordered += 1,
-                _ => self.latest_arrival = Some(arrival),
+            if arrival < self.latest_arrival {
+                self.stats.reordered += 1;
+            } else {
+                self.latest_arrival = arrival;
             }
             self.stats.delivered.add(len);
             report.delivered += 1;

@@ -80,6 +80,7 @@ impl fmt::Display for DropCause {
 ///
 /// Balance: `offered + duplicated = delivered + dropped_total()`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[repr(C)] // the per-packet counters first, beside the link's hot fields
 pub struct LinkStats {
     /// Datagrams handed to [`crate::Link::send`].
     pub offered: Counter,

@@ -3,23 +3,63 @@
 //! Two events due at the same instant pop in the order they were pushed, so a
 //! run never depends on how the heap happens to break ties (the smoltcp
 //! netsim and TigerBeetle habit, examples-to-follow habit 7). Payloads live
-//! in a slab beside the heap so sifting moves 24-byte keys, not datagrams.
+//! in a slab beside the heap so sifting moves 16-byte keys, not datagrams:
+//! the time, and one word holding the sequence number above the slot index
+//! (the sequence numbers are unique, so the slot bits never decide an order).
 //! The heap is 4-ary (`dary_heap`): half the depth of a binary heap, and a
 //! node's children share cache lines, which is what a pop costs once
 //! thousands of flows keep tens of thousands of events pending. Keys are
 //! unique (the sequence number), so the pop order is the same whatever the
 //! heap's arity.
+//!
+//! A pending event can be cancelled ([`EventQueue::cancel`]): a bit per slot
+//! is cleared and its key is skipped when it comes up. Cancelled keys
+//! are also swept out all at once when they are at least
+//! [`COMPACT_MIN_CANCELLED`] and half the heap: a transport whose deadline
+//! alternates between a near timer and a far one (a retransmission timer
+//! and a heartbeat tens of seconds out) supersedes one timer event per
+//! change, and with thousands of flows those would otherwise outnumber the
+//! live events many times over and deepen every pop. A sweep reads only the
+//! keys and a bit per slot, and the keys kept pop in the same order.
 
 use dary_heap::QuaternaryHeap;
 use std::cmp::Reverse;
 use thinstream_base::Instant;
 
+/// Bits of a key's second word that hold the slot index.
+const SLOT_BITS: u32 = 24;
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+/// Most events pending at once.
+pub const MAX_PENDING: usize = 1 << SLOT_BITS;
+/// Most events pushed over a queue's life (2^40, about 10^12).
+pub const MAX_PUSHED: u64 = 1 << (64 - SLOT_BITS);
+/// Cancelled keys in the heap from which a sweep may run.
+pub const COMPACT_MIN_CANCELLED: usize = 1024;
+
+/// A pending event, for [`EventQueue::cancel`]. Valid until the event pops
+/// or is cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handle(u32);
+
+/// A payload's place, aligned to a cache line: a payload of up to 64 bytes
+/// is read in one line when it pops.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot<T>(Option<T>);
+
 /// A min-queue of `T` ordered by `(at, seq)`, `seq` being the push order.
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    heap: QuaternaryHeap<Reverse<(Instant, u64, u32)>>,
-    slots: Vec<Option<T>>,
+    /// `(at, seq << SLOT_BITS | slot)`.
+    heap: QuaternaryHeap<Reverse<(Instant, u64)>>,
+    slots: Vec<Slot<T>>,
     free: Vec<u32>,
+    /// One bit per slot: its event is pending and not cancelled.
+    live: Vec<u64>,
+    /// Keys in the heap whose event was cancelled.
+    cancelled_pending: usize,
+    /// Cancelled events whose key has left the heap (popped or swept).
+    cancelled_dropped: u64,
     next_seq: u64,
 }
 
@@ -29,59 +69,128 @@ impl<T> Default for EventQueue<T> {
     }
 }
 
+fn bit(slot: u32) -> (usize, u64) {
+    ((slot / 64) as usize, 1u64 << (slot % 64))
+}
+
 impl<T> EventQueue<T> {
     pub fn new() -> Self {
         EventQueue {
             heap: QuaternaryHeap::new(),
             slots: Vec::new(),
             free: Vec::new(),
+            live: Vec::new(),
+            cancelled_pending: 0,
+            cancelled_dropped: 0,
             next_seq: 0,
         }
     }
 
-    /// Schedules `event` at `at`; returns its insertion sequence number.
-    pub fn push(&mut self, at: Instant, event: T) -> u64 {
+    /// Schedules `event` at `at`.
+    pub fn push(&mut self, at: Instant, event: T) -> Handle {
         let slot = match self.free.pop() {
             Some(s) => {
-                debug_assert!(self.slots[s as usize].is_none());
-                self.slots[s as usize] = Some(event);
+                // Drops the payload of a cancelled event left here.
+                self.slots[s as usize] = Slot(Some(event));
                 s
             }
             None => {
-                let s = u32::try_from(self.slots.len()).expect("more than 2^32 pending events");
-                self.slots.push(Some(event));
-                s
+                assert!(
+                    self.slots.len() < MAX_PENDING,
+                    "more than {MAX_PENDING} events pending at once"
+                );
+                self.slots.push(Slot(Some(event)));
+                if self.slots.len() > self.live.len() * 64 {
+                    self.live.push(0);
+                }
+                (self.slots.len() - 1) as u32
             }
         };
         let seq = self.next_seq;
+        assert!(seq < MAX_PUSHED, "more than {MAX_PUSHED} events pushed");
         self.next_seq += 1;
-        self.heap.push(Reverse((at, seq, slot)));
-        seq
+        let (word, mask) = bit(slot);
+        self.live[word] |= mask;
+        self.heap
+            .push(Reverse((at, seq << SLOT_BITS | u64::from(slot))));
+        Handle(slot)
     }
 
-    /// Removes and returns the earliest event (ties: first pushed).
+    /// Removes and returns the earliest event (ties: first pushed),
+    /// skipping cancelled ones.
     pub fn pop(&mut self) -> Option<(Instant, T)> {
-        let Reverse((at, _seq, slot)) = self.heap.pop()?;
-        self.free.push(slot);
-        // Invariant: every heap key points at an occupied slot; slots are
-        // freed only here, together with their key.
-        let event = self.slots[slot as usize]
-            .take()
-            .expect("heap key without payload");
-        Some((at, event))
+        loop {
+            let Reverse((at, key)) = self.heap.pop()?;
+            let slot = (key & SLOT_MASK) as u32;
+            self.free.push(slot);
+            let (word, mask) = bit(slot);
+            if self.live[word] & mask == 0 {
+                self.cancelled_pending -= 1;
+                self.cancelled_dropped += 1;
+                continue;
+            }
+            self.live[word] &= !mask;
+            // Invariant: every live key points at an occupied slot; slots
+            // are freed only with their key.
+            let event = self.slots[slot as usize]
+                .0
+                .take()
+                .expect("heap key without payload");
+            return Some((at, event));
+        }
     }
 
-    /// The time of the earliest pending event.
-    pub fn peek_time(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((at, _, _))| *at)
+    /// Cancels a pending event: it will not pop. Its payload is left in its
+    /// slot (not read, so a cancel touches one bit) and dropped when the
+    /// slot is reused or the queue dropped.
+    ///
+    /// # Panics
+    /// If the event is no longer pending (it popped or was cancelled).
+    pub fn cancel(&mut self, handle: Handle) {
+        let (word, mask) = bit(handle.0);
+        assert!(
+            self.live.get(word).is_some_and(|w| w & mask != 0),
+            "cancel of an event that is not pending"
+        );
+        self.live[word] &= !mask;
+        self.cancelled_pending += 1;
+        if self.cancelled_pending >= COMPACT_MIN_CANCELLED
+            && self.cancelled_pending * 2 > self.heap.len()
+        {
+            self.sweep();
+        }
     }
 
+    /// Takes every cancelled key out of the heap.
+    fn sweep(&mut self) {
+        let EventQueue {
+            heap, live, free, ..
+        } = self;
+        heap.retain(|Reverse((_, key))| {
+            let slot = (key & SLOT_MASK) as u32;
+            let (word, mask) = bit(slot);
+            let keep = live[word] & mask != 0;
+            if !keep {
+                free.push(slot);
+            }
+            keep
+        });
+        self.cancelled_dropped += self.cancelled_pending as u64;
+        self.cancelled_pending = 0;
+    }
+
+    /// Cancelled events whose key has left the queue so far.
+    pub fn cancelled(&self) -> u64 {
+        self.cancelled_dropped
+    }
+
+    /// Pending events (cancelled ones excluded).
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.cancelled_pending
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
     /// How many events have ever been pushed.
@@ -118,6 +227,66 @@ mod tests {
             last = (at, v);
         }
         assert!(q.is_empty());
+    }
+
+    // Cancelled events never pop, whether skipped at their turn or swept out
+    // in bulk; the others keep their order, ties included, and the queue goes
+    // on working (pushes after a sweep order after the kept ones).
+    #[test]
+    fn cancelled_events_do_not_pop_and_the_rest_keep_their_order() {
+        let mut q = EventQueue::new();
+        let mut expect = Vec::new();
+        let mut handles = Vec::new();
+        for i in 0..5000u32 {
+            let at = Instant::from_millis(u64::from(i * 7919 % 50));
+            handles.push((i, q.push(at, i)));
+            if i % 3 != 0 {
+                expect.push((at, i));
+            }
+        }
+        for &(i, h) in &handles {
+            if i % 3 == 0 {
+                q.cancel(h);
+            }
+        }
+        // 1667 cancelled of 5000: not half the heap, so no sweep; they are
+        // skipped when they come up.
+        assert_eq!(q.len(), 5000 - 1667);
+        q.push(Instant::from_millis(10), 9000);
+        expect.push((Instant::from_millis(10), 9000));
+        expect.sort_by_key(|&(at, v)| (at, if v == 9000 { u32::MAX } else { v }));
+        let mut got = Vec::new();
+        while let Some(e) = q.pop() {
+            got.push(e);
+        }
+        assert_eq!(got, expect);
+        assert_eq!(q.cancelled(), 1667);
+        assert!(q.is_empty());
+    }
+
+    // A sweep runs once cancelled keys are half the heap, and the heap
+    // then holds only live keys.
+    #[test]
+    fn sweep_runs_when_cancelled_keys_are_half() {
+        let mut q = EventQueue::new();
+        let handles: Vec<Handle> = (0..4000u64)
+            .map(|i| q.push(Instant::from_nanos(i), i))
+            .collect();
+        for &h in &handles[..2001] {
+            q.cancel(h);
+        }
+        assert_eq!(q.heap.len(), 1999);
+        assert_eq!(q.cancelled(), 2001);
+        assert_eq!(q.pop(), Some((Instant::from_nanos(2001), 2001)));
+    }
+
+    #[test]
+    #[should_panic(expected = "not pending")]
+    fn cancelling_a_popped_event_panics() {
+        let mut q = EventQueue::new();
+        let h = q.push(Instant::ZERO, 1u8);
+        q.pop();
+        q.cancel(h);
     }
 
     // Freed slots are reused, so a steady-state queue does not grow.

@@ -111,7 +111,9 @@ pub struct RunResult {
     pub end: Instant,
     /// Events processed (stale timer events excluded).
     pub events: u64,
-    /// Timer and stop events that were superseded before they came due.
+    /// Timer and stop events that were superseded before they came due
+    /// (counted when they come due, or when the engine drops a crowd of
+    /// superseded timer events from its queue earlier).
     pub stale_events: u64,
     /// Datagrams addressed to no known endpoint (dropped).
     pub unroutable: u64,

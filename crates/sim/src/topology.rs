@@ -11,8 +11,8 @@
 //! results of smaller topologies do not change.
 
 use crate::{EndpointId, FlowId, LinkId, Side};
-use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use thinstream_base::Seed;
 use thinstream_link::LinkConfig;
@@ -142,6 +142,152 @@ mod addressing {
             "198.19.2.238"
         );
     }
+
+    // Decoding an address gives back the endpoint it was made for; other
+    // addresses decode to nothing.
+    #[test]
+    fn addresses_decode_to_their_endpoint() {
+        for flow in (0..MAX_FLOWS)
+            .step_by(7)
+            .chain([253, 254, 255, MAX_FLOWS - 1])
+        {
+            for side in [Side::A, Side::B] {
+                let addr = endpoint_addr(flow, side, 5000);
+                assert_eq!(
+                    endpoint_of_ip(addr),
+                    Some(endpoint_id(FlowId(flow), side)),
+                    "{addr}"
+                );
+            }
+        }
+        for other in [
+            "192.0.2.0:1",
+            "192.0.2.255:1",
+            "198.18.3.0:1",
+            "198.19.0.255:1",
+            "10.0.0.1:1",
+            "[::1]:1",
+        ] {
+            assert_eq!(endpoint_of_ip(other.parse().unwrap()), None, "{other}");
+        }
+    }
+
+    // The table answers what an exact map of socket addresses answers,
+    // including for a right address on the wrong port and for ids outside
+    // the range it covers.
+    #[test]
+    fn table_answers_as_an_exact_map() {
+        let keys: Vec<(SocketAddr, LinkId)> = (300..340)
+            .map(|f| (endpoint_addr(f, Side::B, 9000 + f as u16), LinkId(f * 3)))
+            .chain([(endpoint_addr(5, Side::A, 1), LinkId(7))])
+            .collect();
+        let map: std::collections::BTreeMap<SocketAddr, LinkId> = keys.iter().copied().collect();
+        let table = AddrTable::new(keys.iter().copied());
+        for flow in 0..400 {
+            for side in [Side::A, Side::B] {
+                for port in [1, 9000 + flow as u16, 9001 + flow as u16] {
+                    let addr = endpoint_addr(flow, side, port);
+                    assert_eq!(table.get(addr), map.get(&addr).copied(), "{addr}");
+                }
+            }
+        }
+        assert_eq!(table.get("10.1.2.3:1".parse().unwrap()), None);
+    }
+}
+
+/// The endpoint that [`endpoint_addr`] gives the IP address of `addr`
+/// (whatever its port), or `None` for an address outside the scheme.
+pub(crate) fn endpoint_of_ip(addr: SocketAddr) -> Option<EndpointId> {
+    let IpAddr::V4(ip) = addr.ip() else {
+        return None;
+    };
+    let (flow, side) = match ip.octets() {
+        [192, 0, 2, h @ 1..=254] => (usize::from(h) - 1, Side::A),
+        [198, 51, 100, h @ 1..=254] => (usize::from(h) - 1, Side::B),
+        [198, s @ (18 | 19), x, y @ 1..=254] => (
+            254 + usize::from(x) * 254 + usize::from(y) - 1,
+            if s == 18 { Side::A } else { Side::B },
+        ),
+        _ => return None,
+    };
+    Some(endpoint_id(FlowId(flow), side))
+}
+
+/// A value that fits a table slot (ids below 2^32 - 1).
+pub(crate) trait Slot: Copy {
+    fn to_slot(self) -> u32;
+    fn from_slot(slot: u32) -> Self;
+}
+
+impl Slot for LinkId {
+    fn to_slot(self) -> u32 {
+        u32::try_from(self.0).expect("link id fits 32 bits")
+    }
+    fn from_slot(slot: u32) -> Self {
+        LinkId(slot as usize)
+    }
+}
+
+impl Slot for EndpointId {
+    fn to_slot(self) -> u32 {
+        u32::try_from(self.0).expect("endpoint id fits 32 bits")
+    }
+    fn from_slot(slot: u32) -> Self {
+        EndpointId(slot as usize)
+    }
+}
+
+/// A map from endpoint addresses to `V`, stored as an array indexed by the
+/// endpoint id that the address decodes to ([`endpoint_of_ip`]), covering
+/// only the ids between the least and the greatest key. A lookup is an
+/// address decode and one 8-byte read, whatever the number of flows, where
+/// a search tree over thousands of addresses touches several nodes; the
+/// answers are those of an exact map of socket addresses (the port is
+/// compared too).
+#[derive(Debug, Clone)]
+pub(crate) struct AddrTable<V> {
+    first: usize,
+    /// (port, value slot); `EMPTY` marks an id without an entry.
+    entries: Vec<(u16, u32)>,
+    _value: PhantomData<V>,
+}
+
+impl<V: Slot> AddrTable<V> {
+    const EMPTY: u32 = u32::MAX;
+
+    /// Builds the table. Every key must be an address of [`endpoint_addr`]
+    /// (the builder only makes those).
+    pub(crate) fn new(pairs: impl IntoIterator<Item = (SocketAddr, V)>) -> Self {
+        let pairs: Vec<(usize, u16, u32)> = pairs
+            .into_iter()
+            .map(|(addr, v)| {
+                let id = endpoint_of_ip(addr).expect("routing key is an endpoint address");
+                let slot = v.to_slot();
+                assert_ne!(slot, Self::EMPTY, "id too large for a routing table");
+                (id.0, addr.port(), slot)
+            })
+            .collect();
+        let first = pairs.iter().map(|p| p.0).min().unwrap_or(0);
+        let last = pairs.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut entries = vec![(0, Self::EMPTY); last.saturating_sub(first)];
+        for (id, port, slot) in pairs {
+            // A later pair for the same address replaces the earlier one,
+            // as a map insert would.
+            entries[id - first] = (port, slot);
+        }
+        AddrTable {
+            first,
+            entries,
+            _value: PhantomData,
+        }
+    }
+
+    /// The value of `addr`, if it has one.
+    pub(crate) fn get(&self, addr: SocketAddr) -> Option<V> {
+        let id = endpoint_of_ip(addr)?;
+        let &(port, slot) = self.entries.get(id.0.checked_sub(self.first)?)?;
+        (slot != Self::EMPTY && port == addr.port()).then(|| V::from_slot(slot))
+    }
 }
 
 /// A node of the built network.
@@ -149,13 +295,11 @@ mod addressing {
 pub(crate) enum Node {
     /// Hosts endpoints; sends everything through its one uplink.
     Host {
-        endpoints: BTreeMap<SocketAddr, EndpointId>,
+        endpoints: AddrTable<EndpointId>,
         uplink: LinkId,
     },
     /// Forwards by destination address.
-    Router {
-        routes: BTreeMap<SocketAddr, LinkId>,
-    },
+    Router { routes: AddrTable<LinkId> },
 }
 
 /// One link of the built network: where it goes and what it is.
@@ -219,21 +363,21 @@ pub(crate) fn plan(
         Topology::TwoHost { forward, reverse } => {
             let fwd = add_link(FORWARD_LINK.into(), 0, 1, forward);
             let rev = add_link(REVERSE_LINK.into(), 1, 0, reverse);
-            let mut left = BTreeMap::new();
-            let mut right = BTreeMap::new();
+            let mut left = Vec::with_capacity(flows);
+            let mut right = Vec::with_capacity(flows);
             for (i, (a, b)) in addrs.iter().enumerate() {
-                left.insert(*a, endpoint_id(FlowId(i), Side::A));
-                right.insert(*b, endpoint_id(FlowId(i), Side::B));
+                left.push((*a, endpoint_id(FlowId(i), Side::A)));
+                right.push((*b, endpoint_id(FlowId(i), Side::B)));
                 endpoint_node[endpoint_id(FlowId(i), Side::A).0] = 0;
                 endpoint_node[endpoint_id(FlowId(i), Side::B).0] = 1;
             }
             vec![
                 Node::Host {
-                    endpoints: left,
+                    endpoints: AddrTable::new(left),
                     uplink: fwd,
                 },
                 Node::Host {
-                    endpoints: right,
+                    endpoints: AddrTable::new(right),
                     uplink: rev,
                 },
             ]
@@ -260,37 +404,35 @@ pub(crate) fn plan(
                 &d.bottleneck_reverse,
             );
             let mut nodes = Vec::with_capacity(2 * flows + 2);
-            let mut left_routes = BTreeMap::new();
-            let mut right_routes = BTreeMap::new();
+            let mut left_routes = Vec::with_capacity(2 * flows);
+            let mut right_routes = Vec::with_capacity(2 * flows);
             let mut b_hosts = Vec::new();
             for (i, (access, (a, b))) in d.access.iter().zip(addrs).enumerate() {
                 let a_up = add_link(format!("link.flow{i}.a.up"), i, left, &access.a);
                 let a_down = add_link(format!("link.flow{i}.a.down"), left, i, &access.a);
                 let b_up = add_link(format!("link.flow{i}.b.up"), flows + i, right, &access.b);
                 let b_down = add_link(format!("link.flow{i}.b.down"), right, flows + i, &access.b);
-                left_routes.insert(*a, a_down);
-                left_routes.insert(*b, fwd);
-                right_routes.insert(*b, b_down);
-                right_routes.insert(*a, rev);
+                left_routes.extend([(*a, a_down), (*b, fwd)]);
+                right_routes.extend([(*b, b_down), (*a, rev)]);
                 let ea = endpoint_id(FlowId(i), Side::A);
                 let eb = endpoint_id(FlowId(i), Side::B);
                 endpoint_node[ea.0] = i;
                 endpoint_node[eb.0] = flows + i;
                 nodes.push(Node::Host {
-                    endpoints: BTreeMap::from([(*a, ea)]),
+                    endpoints: AddrTable::new([(*a, ea)]),
                     uplink: a_up,
                 });
                 b_hosts.push(Node::Host {
-                    endpoints: BTreeMap::from([(*b, eb)]),
+                    endpoints: AddrTable::new([(*b, eb)]),
                     uplink: b_up,
                 });
             }
             nodes.extend(b_hosts);
             nodes.push(Node::Router {
-                routes: left_routes,
+                routes: AddrTable::new(left_routes),
             });
             nodes.push(Node::Router {
-                routes: right_routes,
+                routes: AddrTable::new(right_routes),
             });
             nodes
         }

@@ -15,20 +15,20 @@ pub enum Passage {
     HeldBack,
 }
 
-/// Delay, jitter and reordering for one direction.
+/// Delay, jitter and reordering for one direction. Jitter and reordering,
+/// with their random streams, live behind a pointer each: a line without
+/// them (most links) is 40 bytes, which a packet reads in one cache line.
 #[derive(Clone, Debug)]
 pub struct DelayLine {
     delay: Duration,
-    jitter: Option<Jitter>,
-    jitter_rng: Rng,
-    reorder: Option<Reorder>,
-    reorder_rng: Rng,
     /// Packets delayed normally since the last reordered one (netem's
     /// `counter`, compared against `gap - 1`).
     since_reorder: u64,
     /// Latest arrival of a normally delayed copy: the clamp that keeps
     /// jitter from reordering.
     last_in_order: Instant,
+    jitter: Option<Box<(Jitter, Rng)>>,
+    reorder: Option<Box<(Reorder, Rng)>>,
 }
 
 impl DelayLine {
@@ -41,10 +41,8 @@ impl DelayLine {
     ) -> Self {
         DelayLine {
             delay,
-            jitter,
-            jitter_rng,
-            reorder,
-            reorder_rng,
+            jitter: jitter.map(|j| Box::new((j, jitter_rng))),
+            reorder: reorder.map(|r| Box::new((r, reorder_rng))),
             since_reorder: 0,
             last_in_order: Instant::ZERO,
         }
@@ -52,13 +50,13 @@ impl DelayLine {
 
     /// Delay plus one jitter draw, floored at zero.
     fn propagation(&mut self) -> Duration {
-        let Some(j) = &self.jitter else {
+        let Some((j, rng)) = self.jitter.as_deref_mut() else {
             return self.delay;
         };
         let spread = j.spread.as_nanos() as f64;
         let offset = match j.distribution {
-            JitterDistribution::Uniform => (2.0 * self.jitter_rng.next_f64() - 1.0) * spread,
-            JitterDistribution::Normal => self.jitter_rng.normal() * spread,
+            JitterDistribution::Uniform => (2.0 * rng.next_f64() - 1.0) * spread,
+            JitterDistribution::Normal => rng.normal() * spread,
         };
         let total = self.delay.as_nanos() as f64 + offset;
         Duration::from_nanos(if total <= 0.0 {
@@ -78,16 +76,16 @@ impl DelayLine {
     /// candidate is reordered with the configured probability.
     pub fn arrival(&mut self, departure: Instant) -> (Instant, Passage) {
         let mut normal = departure.saturating_add(self.propagation());
-        let allow_jitter_reordering = self.jitter.as_ref().is_some_and(|j| j.allow_reordering);
+        let allow_jitter_reordering = self.jitter.as_ref().is_some_and(|j| j.0.allow_reordering);
         if !allow_jitter_reordering {
             // A packet never arrives before one sent earlier (unless
             // reordering is asked for): clamp to the previous arrival.
             normal = normal.max(self.last_in_order);
         }
-        let reordered = match &self.reorder {
-            Some(r) => {
+        let reordered = match self.reorder.as_deref_mut() {
+            Some((r, rng)) => {
                 let candidate = self.since_reorder + 1 >= u64::from(r.gap);
-                candidate && self.reorder_rng.chance(r.probability.get())
+                candidate && rng.chance(r.probability.get())
             }
             None => false,
         };
@@ -97,7 +95,7 @@ impl DelayLine {
             return (normal, Passage::Normal);
         }
         self.since_reorder = 0;
-        match self.reorder.as_ref().and_then(|r| r.hold) {
+        match self.reorder.as_ref().and_then(|r| r.0.hold) {
             // Held back: later copies overtake it, so it does not move the clamp.
             Some(hold) => (normal.saturating_add(hold), Passage::HeldBack),
             None => (departure, Passage::Immediate),

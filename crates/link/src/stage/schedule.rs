@@ -25,6 +25,11 @@ impl ListedDrops {
     pub fn drops(&self, packet_number: u64) -> bool {
         self.sorted.binary_search(&packet_number).is_ok()
     }
+
+    /// No packet is listed.
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
 }
 
 /// Drops at regular intervals; see [`PeriodicDrop`] for the forms.
