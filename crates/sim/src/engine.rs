@@ -701,20 +701,23 @@ impl Simulation {
     /// The drive loop of `base::drive`, after an input has been fed to
     /// `endpoint`'s transport (or its app has run): drain transmits, app
     /// events (the app may send, which is new input, so drain again) and
-    /// trace records until a round produces nothing, then reschedule the
+    /// trace records until a round runs no app event, then reschedule the
     /// endpoint's timers. The endpoint task of the `thinstream` crate runs the same loop.
     fn drive(&mut self, id: EndpointId, now: Instant) {
         let mut tx = std::mem::take(&mut self.tx_buf);
         let mut rounds = 0u32;
         loop {
             let ep = &mut self.endpoints[id.0];
-            let mut progressed = false;
+            // Only the app, handling an event, gives the transport new
+            // input within this loop: without one the transport has nothing
+            // new to transmit, report or trace, and a further round would
+            // find every queue empty.
+            let mut app_ran = false;
             while let Some(d) = ep.transport.poll_transmit(now) {
                 tx.push(d);
-                progressed = true;
             }
             while let Some(event) = ep.transport.poll_app() {
-                progressed = true;
+                app_ran = true;
                 ep.stats.app_events += 1;
                 let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
                 ep.app.on_event(&mut ctx, event);
@@ -733,7 +736,7 @@ impl Simulation {
             for d in tx.drain(..) {
                 self.emit(id, now, d);
             }
-            if !progressed {
+            if !app_ran {
                 break;
             }
             rounds += 1;

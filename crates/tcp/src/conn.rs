@@ -152,7 +152,10 @@ pub struct TcpConnection {
     // Outputs.
     pub(crate) out: VecDeque<Datagram>,
     pub(crate) app: VecDeque<AppEvent>,
-    pub(crate) trace: VecDeque<Record>,
+    /// Trace records not yet taken, oldest first. A vector: the simulator
+    /// takes them all at once after every event ([`Transport::drain_trace`],
+    /// one append), and single pops (`poll_trace`) see a few at a time.
+    pub(crate) trace: Vec<Record>,
     pub(crate) stats: Stats,
     last_rto: Option<(Duration, Option<Duration>)>,
     last_cc: Option<(u32, u32, u32)>,
@@ -238,7 +241,7 @@ impl TcpConnection {
             graceful: false,
             out: VecDeque::new(),
             app: VecDeque::new(),
-            trace: VecDeque::new(),
+            trace: Vec::new(),
             stats: Stats::default(),
             last_rto: None,
             last_cc: None,
@@ -428,7 +431,7 @@ impl TcpConnection {
         }
         if self.cfg.trace {
             let control = u16::from(data.is_empty());
-            self.trace.push_back(Record::PacketSent {
+            self.trace.push(Record::PacketSent {
                 time: now,
                 wire_bytes: wire_bytes(bytes.len()) as u32,
                 data,
@@ -462,7 +465,7 @@ impl TcpConnection {
     pub(crate) fn discard(&mut self, now: Instant, why: &str) {
         self.stats.discarded += 1;
         if self.cfg.trace {
-            self.trace.push_back(Record::Discarded {
+            self.trace.push(Record::Discarded {
                 time: now,
                 why: why.to_string(),
             });
@@ -516,7 +519,7 @@ impl TcpConnection {
 
     fn trace_state(&mut self, now: Instant) {
         if self.cfg.trace {
-            self.trace.push_back(Record::State {
+            self.trace.push(Record::State {
                 time: now,
                 state: self.state.name().to_string(),
             });
@@ -531,7 +534,7 @@ impl TcpConnection {
         let rto = (self.rtt.rto(), self.rtt.srtt());
         if self.last_rto != Some(rto) {
             self.last_rto = Some(rto);
-            self.trace.push_back(Record::Rto {
+            self.trace.push(Record::Rto {
                 time: now,
                 rto: rto.0,
                 srtt: rto.1,
@@ -550,7 +553,7 @@ impl TcpConnection {
             let flight = clamp(self.to_bytes(self.sq.pipe(self.cfg.cwnd_unit)));
             let cc = (window.0, window.1, flight);
             self.last_cc = Some(cc);
-            self.trace.push_back(Record::Congestion {
+            self.trace.push(Record::Congestion {
                 time: now,
                 cwnd: cc.0,
                 ssthresh: cc.1,
@@ -560,7 +563,7 @@ impl TcpConnection {
         let thin = self.is_thin();
         if self.last_thin != Some(thin) {
             self.last_thin = Some(thin);
-            self.trace.push_back(Record::Thin {
+            self.trace.push(Record::Thin {
                 time: now,
                 thin,
                 packets_in_flight: self.packets_out() as u32,
@@ -598,7 +601,7 @@ impl TcpConnection {
         };
         self.stats.segments_received += 1;
         if self.cfg.trace {
-            self.trace.push_back(Record::PacketReceived {
+            self.trace.push(Record::PacketReceived {
                 time: now,
                 wire_bytes: wire,
             });
@@ -796,7 +799,7 @@ impl TcpConnection {
         }
         if self.cfg.trace {
             for (s, e, dup) in &o.arrived {
-                self.trace.push_back(Record::Arrived {
+                self.trace.push(Record::Arrived {
                     time: now,
                     units: Units::new(*s, *e),
                     bytes: (*e - *s) as u32,
@@ -807,7 +810,7 @@ impl TcpConnection {
         self.rcv.recycle(o.arrived);
         if let Some((unit, bytes)) = o.delivered {
             if self.cfg.trace {
-                self.trace.push_back(Record::Delivered {
+                self.trace.push(Record::Delivered {
                     time: now,
                     stream: 0,
                     bytes: bytes.len() as u32,
@@ -947,18 +950,11 @@ impl Transport for TcpConnection {
     }
 
     fn poll_trace(&mut self) -> Option<Record> {
-        self.trace.pop_front()
+        (!self.trace.is_empty()).then(|| self.trace.remove(0))
     }
 
     fn drain_trace(&mut self, out: &mut Vec<Record>) {
-        if self.trace.is_empty() {
-            return;
-        }
-        // The queue as a vector (its buffer, no copy while it starts at the
-        // buffer's start), appended at once, then the emptied buffer back.
-        let mut queued = Vec::from(std::mem::take(&mut self.trace));
-        out.append(&mut queued);
-        self.trace = VecDeque::from(queued);
+        out.append(&mut self.trace);
     }
 
     fn send(&mut self, now: Instant, message: Outgoing<'_>) -> Result<u64, SendError> {
@@ -994,7 +990,7 @@ impl Transport for TcpConnection {
         let id = self.next_message;
         self.next_message += 1;
         if self.cfg.trace {
-            self.trace.push_back(Record::Submitted {
+            self.trace.push(Record::Submitted {
                 time: now,
                 message: id,
                 stream: 0,

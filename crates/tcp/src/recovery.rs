@@ -133,7 +133,7 @@ impl TcpConnection {
                     );
                 }
                 if self.cfg.trace && s.len() > 0 {
-                    self.trace.push_back(Record::Acked {
+                    self.trace.push(Record::Acked {
                         time: now,
                         units: Units::new(s.start, s.end),
                     });
@@ -184,7 +184,7 @@ impl TcpConnection {
                         );
                     }
                     if self.cfg.trace && a.end > a.start {
-                        self.trace.push_back(Record::Acked {
+                        self.trace.push(Record::Acked {
                             time: now,
                             units: Units::new(a.start, a.end),
                         });
