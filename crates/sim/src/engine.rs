@@ -272,8 +272,8 @@ struct LinkName {
 }
 
 /// Rounds of the drain loop for one input before the engine declares a
-/// livelock (each round must have produced output, so a healthy transport
-/// needs a handful).
+/// livelock (each round past the first must follow an app event, so a
+/// healthy transport and app need a handful).
 const MAX_DRIVE_ROUNDS: u32 = 100_000;
 /// Timer firings at one instant for one endpoint before declaring a livelock
 /// (a transport whose deadline never moves past `now`).
