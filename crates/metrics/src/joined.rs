@@ -241,7 +241,9 @@ pub struct FlowStream {
     thin_last: Option<bool>,
     thin: ThinClock,
     window: Option<(Instant, Instant)>,
-    span: Option<(Instant, Instant)>,
+    /// The time of each side's last record read (each side's records come
+    /// in time order, so the later of the two is the end of the flow's
+    /// records).
     last: [Option<Instant>; 2],
     seen: [u64; 2],
     held: [Vec<Record>; 2],
@@ -324,7 +326,6 @@ impl FlowStream {
             thin_last: None,
             thin: ThinClock::default(),
             window: None,
-            span: None,
             last: [None, None],
             seen: [0, 0],
             held: [Vec::new(), Vec::new()],
@@ -460,10 +461,6 @@ impl FlowStream {
             return Err(MetricsError::UnorderedRecords { side, index });
         }
         self.last[k] = Some(t);
-        self.span = Some(match self.span {
-            None => (t, t),
-            Some((a, b)) => (a.min(t), b.max(t)),
-        });
         Ok(t)
     }
 
@@ -1211,7 +1208,7 @@ impl FlowStream {
             OwdCorrection::Given(d) => d,
             _ => self.min_one_way.unwrap_or(Duration::ZERO),
         };
-        let end = self.span.map(|(_, e)| e);
+        let end = self.last[0].max(self.last[1]);
         self.undelivered_waited.sort_unstable();
         let undelivered = self
             .undelivered_waited
