@@ -802,9 +802,7 @@ pub fn flow_start(entry: &FlowEntry, k: u32) -> Instant {
 /// The seed an entry's workload draws from: its fixed `workload_seed`,
 /// else the run's seed.
 fn workload_seed(spec: &RunSpec, entry: &FlowEntry) -> thinstream_base::Seed {
-    entry
-        .workload_seed
-        .map_or(spec.seed, thinstream_base::Seed)
+    entry.workload_seed.map_or(spec.seed, thinstream_base::Seed)
 }
 
 /// The message schedule of flow `flow` (the `flow`-th flow of the run),
