@@ -284,12 +284,12 @@ pub struct Association {
     pub(crate) closed_reported: bool,
     /// The thin verdict last written as `Record::Thin`.
     pub(crate) thin_recorded: Option<bool>,
-    pub(crate) tracer: Tracer,
-    pub(crate) timers: TimerTable,
-    pub(crate) rto: RtoEstimator,
     pub(crate) cc: Congestion,
+    pub(crate) timers: TimerTable,
+    pub(crate) tracer: Tracer,
     /// Outstanding heartbeat: (nonce, sent at).
     pub(crate) heartbeat: Option<(u64, Instant)>,
+    pub(crate) rto: RtoEstimator,
     /// When the application last submitted a message, and the interval
     /// before that (RDB's IAT > RTT limit, 002 §7.3).
     pub(crate) last_submit: Option<Instant>,
@@ -298,6 +298,9 @@ pub struct Association {
     pub(crate) thin_since: Option<Instant>,
     /// A probe packet to send next: (heartbeat nonce, packet size).
     pub(crate) pmtu_probe_out: Option<(u64, usize)>,
+    /// Chunk lists kept from sent packets so that building the next one
+    /// does not allocate.
+    scratch_chunks: Vec<Chunk>,
     pub(crate) remote: Option<SocketAddr>,
     pub(crate) app: VecDeque<AppEvent>,
     /// Control chunks for the next packet(s), sent with the peer's tag.
@@ -305,9 +308,6 @@ pub struct Association {
     /// Whole packets with their own destination and tag (INIT ACK answers,
     /// ABORT, SHUTDOWN COMPLETE, OOTB responses).
     pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
-    /// Chunk lists kept from sent packets so that building the next one
-    /// does not allocate.
-    scratch_chunks: Vec<Chunk>,
     scratch_data: Vec<Chunk>,
     pub(crate) tx: Sender,
     pub(crate) rx: Receiver,

@@ -43,9 +43,13 @@ impl Timer {
 /// 64 bytes, one cache line, where `Option<Instant>` needed two (an
 /// association's timers are read on every packet, long after the last).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(align(64))]
 pub(crate) struct TimerTable {
     at: [u64; 8],
 }
+
+// One cache line (see the struct's note).
+const _: () = assert!(std::mem::size_of::<TimerTable>() == 64);
 
 /// The table entry of a stopped timer. No timer is ever set to the last
 /// representable instant (`set` checks).
