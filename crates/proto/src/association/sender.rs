@@ -226,28 +226,51 @@ impl Sched {
 
 /// Sender state. `chunks[i]` has unit `cum_unit + i` and TSN
 /// `initial_tsn + cum_unit + i`; `chunks[..next_unsent]` were sent.
-/// Aligned to a cache line: see the layout note on [`Association`].
+/// Laid out in declaration order and aligned to a cache line: see the
+/// layout note on [`Association`].
 #[derive(Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub(crate) struct Sender {
-    pub(crate) initial_tsn: Tsn,
-    /// Units cumulatively acknowledged (unit of the first queued chunk).
-    pub(crate) cum_unit: u64,
-    pub(crate) chunks: VecDeque<TxChunk>,
+    // What every packet built checks, also at an end that only receives
+    // data and sends SACKs: one cache line.
+    /// SentData of the packet being built (for the trace).
+    pub(crate) last_sent_data: Vec<SentData>,
+    /// Queued chunks with a partial-reliability policy (sweeps are skipped
+    /// while there are none).
+    pub(crate) pr_live: usize,
+    next_packet: u64,
+    pub(crate) marked: usize,
     pub(crate) next_unsent: usize,
+    /// A FORWARD TSN / I-FORWARD-TSN is to be sent (RFC 3758 §3.5 C3).
+    pub(crate) fwd_pending: bool,
+    /// I-DATA in use (RFC 8260, both sides offered it).
+    pub(crate) idata: bool,
+    /// The next retransmission packet ignores cwnd (§7.2.4 step 3; §6.3.3 E3).
+    pub(crate) rtx_packet_free: bool,
+    pub(crate) blocked: bool,
+    /// The stream the scheduler serves next (round robin).
+    pub(crate) sched_rr: u16,
+    // Sending and acknowledging.
+    pub(crate) chunks: VecDeque<TxChunk>,
     /// Payload bytes in flight (InFlight chunks).
     pub(crate) flight: u32,
     /// Payload bytes sent and not acknowledged (InFlight + Marked).
     pub(crate) outstanding_bytes: u32,
-    pub(crate) marked: usize,
     /// Chunks in the InFlight state.
     pub(crate) in_flight_chunks: u32,
+    pub(crate) peer_rwnd: u32,
+    /// Units cumulatively acknowledged (unit of the first queued chunk).
+    pub(crate) cum_unit: u64,
+    pub(crate) initial_tsn: Tsn,
+    /// Fragments cut for `sched_rr` in its current turn.
+    pub(crate) sched_turn: u32,
+    /// The interleaving scheduler: messages without TSNs, per stream (only
+    /// streams with queued messages have an entry).
+    pub(crate) sched: Sched,
     /// Payload bytes of never-sent chunks.
     pub(crate) unsent_bytes: usize,
     /// Payload bytes of all queued chunks (send-buffer accounting).
     pub(crate) queued_bytes: usize,
-    pub(crate) peer_rwnd: u32,
-    pub(crate) ssn: Vec<Ssn>,
     pub(crate) next_message: u64,
     /// (packet id, DATA chunks of that packet still in flight), sorted by
     /// id, no zero counts. Ids grow, so a new packet goes to the back and
@@ -255,50 +278,31 @@ pub(crate) struct Sender {
     /// thin stream keeps to a few entries (a search tree's node took more
     /// cache lines per packet).
     packets: VecDeque<(u64, u32)>,
-    next_packet: u64,
     /// Karn: the one chunk being timed (unit, sent at).
     pub(crate) rtt_probe: Option<(u64, Instant)>,
     /// Fast recovery exit point (highest unit outstanding at entry).
     pub(crate) fast_recovery: Option<u64>,
-    /// The next retransmission packet ignores cwnd (§7.2.4 step 3; §6.3.3 E3).
-    pub(crate) rtx_packet_free: bool,
-    pub(crate) blocked: bool,
-    /// SentData of the packet being built (for the trace).
-    pub(crate) last_sent_data: Vec<SentData>,
     /// When DATA was last put on the wire (idle cwnd decay, §7.2.1).
     pub(crate) last_data_at: Option<Instant>,
-    /// How RTT samples are taken (copied from the mechanisms).
-    pub(crate) rtt_mode: RttSampling,
     /// Unit of the oldest outstanding chunk whose T3 expiry was postponed
     /// once already (`t3_wait_for_newer_sack`).
     pub(crate) t3_postponed_for: Option<u64>,
-    /// I-DATA in use (RFC 8260, both sides offered it).
-    pub(crate) idata: bool,
-    /// Next I-DATA MID per outbound stream, ordered and unordered.
-    pub(crate) mid_ordered: Vec<u32>,
-    pub(crate) mid_unordered: Vec<u32>,
-    /// The interleaving scheduler: messages without TSNs, per stream (only
-    /// streams with queued messages have an entry).
-    pub(crate) sched: Sched,
-    /// The stream the scheduler serves next (round robin).
-    pub(crate) sched_rr: u16,
-    /// Fragments cut for `sched_rr` in its current turn.
-    pub(crate) sched_turn: u32,
-    /// Fragments still to cut from the scheduler's messages.
-    pub(crate) sched_frags: u64,
     /// A new fragment size (path MTU discovery) waiting for the
     /// interleaving scheduler to empty: its queued messages were counted
     /// in fragments of the old size.
     pub(crate) frag_next: Option<usize>,
-    /// Queued chunks with a partial-reliability policy (sweeps are skipped
-    /// while there are none).
-    pub(crate) pr_live: usize,
-    /// A FORWARD TSN / I-FORWARD-TSN is to be sent (RFC 3758 §3.5 C3).
-    pub(crate) fwd_pending: bool,
-    /// The new cumulative TSN of the last FORWARD TSN sent, and when.
-    pub(crate) fwd_last: Option<(Tsn, Instant)>,
     /// Largest fragment payload (DATA or I-DATA header subtracted).
     pub(crate) frag: usize,
+    /// Fragments still to cut from the scheduler's messages.
+    pub(crate) sched_frags: u64,
+    /// Next I-DATA MID per outbound stream, ordered and unordered.
+    pub(crate) mid_ordered: Vec<u32>,
+    /// The new cumulative TSN of the last FORWARD TSN sent, and when.
+    pub(crate) fwd_last: Option<(Tsn, Instant)>,
+    /// How RTT samples are taken (copied from the mechanisms).
+    pub(crate) rtt_mode: RttSampling,
+    pub(crate) ssn: Vec<Ssn>,
+    pub(crate) mid_unordered: Vec<u32>,
 }
 
 impl Sender {
@@ -532,7 +536,11 @@ impl Sender {
         if got != want {
             return Err(format!("sender counters {want:?} but chunks say {got:?}"));
         }
-        if !per_packet.iter().map(|(&p, &n)| (p, n)).eq(self.packets.iter().copied()) {
+        if !per_packet
+            .iter()
+            .map(|(&p, &n)| (p, n))
+            .eq(self.packets.iter().copied())
+        {
             return Err(format!("packet map {:?} vs {:?}", self.packets, per_packet));
         }
         Ok(())
@@ -604,20 +612,17 @@ impl Association {
         // stream has data queued (module docs: trace units and I-DATA).
         let first_unit = self.tx.cum_unit + self.tx.chunks.len() as u64 + self.tx.sched_frags;
         if self.tx.idata {
-            self.tx
-                .sched
-                .queue(p.stream)
-                .push_back(Pending {
-                    msg: id,
-                    unordered: p.unordered,
-                    ppid: p.ppid,
-                    payload: payload.clone(),
-                    offset: 0,
-                    fsn: 0,
-                    mid: None,
-                    expires,
-                    max_rtx: p.max_retransmissions,
-                });
+            self.tx.sched.queue(p.stream).push_back(Pending {
+                msg: id,
+                unordered: p.unordered,
+                ppid: p.ppid,
+                payload: payload.clone(),
+                offset: 0,
+                fsn: 0,
+                mid: None,
+                expires,
+                max_rtx: p.max_retransmissions,
+            });
             self.tx.sched_frags += n as u64;
         } else {
             // Unordered messages do not consume an SSN (§6.6: the SSN is ignored).
