@@ -269,7 +269,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             let schedules = crate::http::client_schedules(
                 &entry.workload,
                 start + entry.app_start,
-                spec.seed.derive(&format!("workload.flows{e}.http")),
+                workload_seed(spec, entry).derive(&format!("workload.flows{e}.http")),
                 generation_end,
             )
             .map_err(|err| run_err(format!("flows[{e}] workload: {err}")))?;
@@ -799,6 +799,12 @@ pub fn flow_start(entry: &FlowEntry, k: u32) -> Instant {
     Instant::ZERO + entry.start + spread
 }
 
+/// The seed an entry's workload draws from: its fixed `workload_seed`,
+/// else the run's seed.
+fn workload_seed(spec: &RunSpec, entry: &FlowEntry) -> thinstream_base::Seed {
+    entry.workload_seed.map_or(spec.seed, thinstream_base::Seed)
+}
+
 /// The message schedule of flow `flow` (the `flow`-th flow of the run),
 /// the `e`-th `[[flows]]` entry, starting at `start`: its workload's
 /// messages generated before `generation_end`, drawn from the run's seed
@@ -816,7 +822,7 @@ pub fn message_schedule(
         .workload
         .build(
             start + entry.app_start,
-            spec.seed.derive(&format!("workload.flow{flow}")),
+            workload_seed(spec, entry).derive(&format!("workload.flow{flow}")),
         )
         .map_err(|err| format!("flows[{e}] workload: {err}"))?;
     let generator: Box<dyn Generator + Send> = if entry.app_timer_jitter.is_zero() {

@@ -25,6 +25,7 @@
 //! app_start = "0s"                     # workload begins this long after `start`
 //! app_start_from = "connect"           # "connect" | "established": what app_start counts from
 //! app_timer_jitter = "0ms"             # each message late by uniform [0, jitter) (timer granularity)
+//! workload_seed = 7                    # optional: the same workload draws in every run
 //!
 //! [[flows]]                            # HTTP-like cross traffic (dumbbell only):
 //! transport = "tcp"                    # one TCP connection per client (`crate::http`)
@@ -244,6 +245,13 @@ pub struct FlowEntry {
     /// mean rate) is kept. Default 0: a perfectly periodic application.
     #[serde(default, with = "serde_duration")]
     pub app_timer_jitter: Duration,
+    /// A fixed workload seed: the entry's workload (message times, sizes,
+    /// burst gaps) is drawn from this seed in every run, so every
+    /// repetition and sweep point sends the same schedule; links, timer
+    /// jitter and everything else still draw from the run's seed. Default:
+    /// the run's seed (a fresh schedule per run).
+    #[serde(default)]
+    pub workload_seed: Option<u64>,
     /// The receiving peer's acknowledgement policy, named after a real
     /// stack (`thinstream_proto::config::RECEIVERS`: `linux-2.6`, `linux`,
     /// `usrsctp`, `dcsctp`, `pion`, `every-packet`); SCTP only. Default:

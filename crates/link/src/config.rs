@@ -24,6 +24,16 @@ pub struct LinkConfig {
     /// Random variation of the propagation delay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter: Option<Jitter>,
+    /// The emulator's clock tick: every arrival is rounded up to the next
+    /// multiple of it (a timer-driven emulator such as dummynet moves
+    /// packets only on its kernel's clock ticks, 1 ms at `HZ = 1000`).
+    /// `None`: a perfectly precise emulator.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "units_serde::opt_duration"
+    )]
+    pub tick: Option<Duration>,
     /// Deliberate reordering (netem `reorder`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reorder: Option<Reorder>,
@@ -316,6 +326,9 @@ impl LinkConfig {
     /// [`LinkConfig::parse_netem`] and [`crate::Link::try_new`]; call it
     /// after deserialising a config from a file.
     pub fn validate(&self) -> Result<(), LinkConfigError> {
+        if self.tick.is_some_and(|t| t.is_zero()) {
+            return Err(LinkConfigError::invalid("tick", "must be positive"));
+        }
         if let Some(r) = &self.reorder {
             if r.gap == 0 {
                 return Err(LinkConfigError::invalid(

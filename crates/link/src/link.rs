@@ -310,6 +310,10 @@ impl Link {
                 report.corrupted += 1;
             }
             let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
+            let arrival = match self.config.tick {
+                Some(t) => crate::stage::tick::release(arrival, t),
+                None => arrival,
+            };
             debug_assert!(arrival >= now);
             if arrival < self.latest_arrival {
                 self.stats.reordered += 1;

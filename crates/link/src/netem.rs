@@ -12,6 +12,7 @@
 //! rate RATE [PACKETOVERHEAD]   limit PACKETS   limit-bytes BYTES
 //! drop-packets K1,K2,...       drop-every N [first K | random-phase | one-per-block]
 //! loss-trace 0010... [repeat]  outage START DURATION
+//! tick TIME            (arrivals rounded up to the emulator's clock tick)
 //! ```
 //!
 //! Times need a unit (`50ms`, `200us`; tc reads a bare number as
@@ -41,7 +42,7 @@ use thinstream_base::{Bitrate, Duration, Instant, Probability};
 
 const KEYWORDS: &str = "delay, loss, duplicate, corrupt, reorder, gap, hold, rate, limit, \
                         limit-bytes, distribution, jitter-reorders, drop-packets, drop-every, \
-                        loss-trace or outage";
+                        loss-trace, outage or tick";
 
 struct Words<'a> {
     words: Vec<&'a str>,
@@ -199,6 +200,10 @@ impl LinkConfig {
                         _ => return Err(w.syntax(name, "uniform or normal")),
                     };
                     distribution = Some((w.position(), d));
+                }
+                "tick" => {
+                    once(&mut seen, "tick", &w, word)?;
+                    c.tick = Some(w.duration("a clock tick such as 1ms")?);
                 }
                 "jitter-reorders" => {
                     once(&mut seen, "jitter-reorders", &w, word)?;
@@ -536,6 +541,9 @@ impl LinkConfig {
                 duration_text(o.start.since_epoch()),
                 duration_text(o.duration)
             ));
+        }
+        if let Some(t) = self.tick {
+            parts.push(format!("tick {}", duration_text(t)));
         }
         parts.join(" ")
     }

@@ -537,6 +537,7 @@ fn netem_text_round_trip() {
         "drop-every 20 random-phase loss-trace 0010 repeat outage 1s 250ms outage 3s 1ms",
         "drop-every 20 one-per-block loss 0.7%",
         "drop-every 20 first 4",
+        "delay 5ms rate 500kbit tick 1ms",
     ] {
         let c = netem(text);
         let written = c.to_netem();
@@ -889,4 +890,34 @@ fn parse_netem_never_panics() {
         accepted > 100,
         "the vocabulary should produce some valid texts: {accepted}"
     );
+}
+
+// `tick`: every arrival moves to the first multiple of the tick at or after
+// the time the rest of the pipeline gives it (a 228-byte packet at
+// 500 kbit/s: 3.648 ms on the wire, plus 5 ms, arrives at 9 ms on a 1-ms
+// tick); order and count are kept, and a zero tick is refused.
+#[test]
+fn tick_rounds_arrivals_up_to_the_emulator_clock() {
+    let plain = run(
+        &mut Link::new(&netem("delay 5ms rate 500kbit"), Seed(1)),
+        20,
+        Duration::from_micros(10),
+        228,
+    );
+    let ticked = run(
+        &mut Link::new(&netem("delay 5ms rate 500kbit tick 1ms"), Seed(1)),
+        20,
+        Duration::from_micros(10),
+        228,
+    );
+    assert_eq!(delivered_seqs(&plain), delivered_seqs(&ticked));
+    assert_eq!(plain[0].0, Instant::ZERO + Duration::from_micros(8648));
+    assert_eq!(ticked[0].0, Instant::ZERO + Duration::from_millis(9));
+    let ms = Duration::from_millis(1).as_nanos();
+    for ((p, _), (t, _)) in plain.iter().zip(&ticked) {
+        assert_eq!(t.as_nanos() % ms, 0, "{t} not on a tick");
+        assert!(*t >= *p && t.as_nanos() - p.as_nanos() < ms, "{p} -> {t}");
+    }
+    assert!(plain.iter().any(|(t, _)| t.as_nanos() % ms != 0));
+    assert!(LinkConfig::parse_netem("delay 5ms tick 0ms").is_err());
 }

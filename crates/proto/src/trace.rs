@@ -6,35 +6,55 @@ use thinstream_base::trace::{Record, TxReason};
 
 /// Counters of one association (or, summed, of an endpoint). Plain data:
 /// fields may be added, never renamed.
+///
+/// The counters a packet updates come first (in two cache lines, the
+/// counts by reason in a third), since an association's statistics are
+/// written on every packet: see the layout note on
+/// [`Association`](crate::Association).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
+#[repr(C, align(64))]
 pub struct Stats {
     pub packets_sent: u64,
     pub bytes_sent: u64,
     pub packets_received: u64,
     pub bytes_received: u64,
+    pub data_bytes_sent: u64,
+    pub sacks_sent: u64,
+    pub sacks_received: u64,
+    pub data_chunks_received: u64,
+    pub messages_submitted: u64,
+    pub messages_delivered: u64,
+    pub bytes_delivered: u64,
+    /// RTT samples applied to the estimator (DATA, HEARTBEAT-ACK, handshake).
+    pub rtt_samples: u64,
+    /// Of those, samples measured on DATA.
+    pub data_rtt_samples: u64,
+    /// DATA packets sent with the SACK-IMMEDIATELY flag (RFC 7053).
+    pub sack_immediately_sent: u64,
+    /// Payload bytes sent as redundant copies (RDB), apart from
+    /// retransmissions.
+    pub redundant_bytes: u64,
+    /// TSNs the peer reported as received more than once (SACK Duplicate
+    /// TSNs, RFC 9260 §3.3.4): the sender's estimate of its spurious
+    /// retransmissions (RDB copies excluded: the peer reports those too,
+    /// so the count is an upper bound while RDB is on).
+    pub duplicates_reported: u64,
+    /// DATA chunks put on the wire, by [`TxReason`] (index: position in
+    /// [`TxReason::ALL`]); see [`Stats::data_chunks_sent`].
+    pub data_chunks_by_reason: [u64; 8],
     /// Datagrams that did not parse (bad checksum, bad framing, ...).
     pub malformed_packets: u64,
     /// Parsed packets dropped (wrong tag, unexpected in this state, ...).
     pub discarded_packets: u64,
-    /// DATA chunks put on the wire, by [`TxReason`] (index: position in
-    /// [`TxReason::ALL`]); see [`Stats::data_chunks_sent`].
-    pub data_chunks_by_reason: [u64; 8],
-    pub data_bytes_sent: u64,
     pub t3_expiries: u64,
     /// Fast-retransmit events (SACKs that marked at least one chunk).
     pub fast_retransmits: u64,
     /// Entries into fast recovery (window reductions).
     pub fast_recoveries: u64,
-    pub sacks_sent: u64,
-    pub sacks_received: u64,
-    pub data_chunks_received: u64,
     pub duplicate_tsns_received: u64,
     /// DATA dropped because the receive buffer was full.
     pub data_dropped_no_buffer: u64,
-    pub messages_submitted: u64,
-    pub messages_delivered: u64,
-    pub bytes_delivered: u64,
     pub heartbeats_sent: u64,
     pub heartbeat_acks_received: u64,
     pub init_retransmits: u64,
@@ -46,28 +66,14 @@ pub struct Stats {
     pub abandoned_messages: u64,
     /// Unrecognized chunk types received.
     pub unknown_chunks: u64,
-    /// RTT samples applied to the estimator (DATA, HEARTBEAT-ACK, handshake).
-    pub rtt_samples: u64,
-    /// Of those, samples measured on DATA.
-    pub data_rtt_samples: u64,
-    /// Payload bytes sent as redundant copies (RDB), apart from
-    /// retransmissions.
-    pub redundant_bytes: u64,
     /// T3 expiries postponed once for a newer packet's SACK
     /// (`t3_wait_for_newer_sack`).
     pub t3_postponed: u64,
-    /// DATA packets sent with the SACK-IMMEDIATELY flag (RFC 7053).
-    pub sack_immediately_sent: u64,
     /// Changes of the thin-stream verdict.
     pub thin_transitions: u64,
     /// Nanoseconds classified thin, up to the latest verdict change (see
     /// `Association::time_thin` for the time up to now).
     pub thin_ns: u64,
-    /// TSNs the peer reported as received more than once (SACK Duplicate
-    /// TSNs, RFC 9260 §3.3.4): the sender's estimate of its spurious
-    /// retransmissions (RDB copies excluded: the peer reports those too,
-    /// so the count is an upper bound while RDB is on).
-    pub duplicates_reported: u64,
     /// Path MTU probe packets sent (RFC 8899; `Config::pmtu_probe_max`).
     pub pmtu_probes_sent: u64,
     /// Falls back to the base packet size after repeated timeouts at a

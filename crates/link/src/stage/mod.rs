@@ -12,12 +12,14 @@
 //! - [`queue`]: the bottleneck's rate limit and drop-tail queue.
 //! - [`mangle`]: duplication and bit corruption.
 //! - [`delay`]: propagation delay, jitter, reordering.
+//! - [`tick`]: the emulator's clock tick (arrivals rounded up to it).
 
 pub mod delay;
 pub mod loss;
 pub mod mangle;
 pub mod queue;
 pub mod schedule;
+pub mod tick;
 
 /// The labels each stage derives its seed with (`link_seed.derive(label)`).
 /// Changing one changes every recorded result that used the stage.

@@ -248,74 +248,89 @@ impl State {
 /// change `poll_timeout`; outputs never make it later than what was last read
 /// unless they also consumed work. `handle_timeout` before the deadline is a
 /// no-op; `now` must never decrease between calls.
+///
+/// # Layout
+///
+/// An association is visited once per packet sent or received, and with
+/// many associations in one process its memory has left the caches since
+/// the last visit, so every cache line a packet touches is a miss
+/// (docs/memory.md, "Cost per flow"). The fields are therefore laid out in
+/// declaration order (`repr(C)`), aligned to a cache line: what every
+/// packet reads or writes first (flags, tags and counters, timers, RTO and
+/// congestion state, the queues, sender and receiver, the per-packet
+/// statistics, the configuration), then what only the handshake, path MTU
+/// probing or the getters use.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Association {
-    pub(crate) config: Config,
-    pub(crate) local: SocketAddr,
-    pub(crate) remote: Option<SocketAddr>,
+    // ----- read or written for every packet ------------------------------
+    /// Data packets sent since the last input (Max.Burst, §6.1).
+    pub(crate) burst: u32,
+    pub(crate) local_tag: u32,
+    pub(crate) peer_tag: u32,
+    pub(crate) error_count: u32,
+    pub(crate) path_error_count: u32,
+    pub(crate) peer_port: u16,
+    pub(crate) out_streams: u16,
+    pub(crate) in_streams: u16,
     pub(crate) state: State,
     /// Answers INITs statelessly and accepts a valid COOKIE ECHO while Closed.
     pub(crate) listening: bool,
     /// Ever left CLOSED (a TCB existed): decides OOTB handling once closed.
     pub(crate) had_tcb: bool,
-    pub(crate) rng: Rng,
-    pub(crate) cookie_key: CookieKey,
-    pub(crate) local_tag: u32,
-    pub(crate) peer_tag: u32,
-    pub(crate) peer_port: u16,
-    pub(crate) out_streams: u16,
-    pub(crate) in_streams: u16,
     pub(crate) peer_forward_tsn: bool,
     /// The peer offered I-DATA (RFC 8260) in its INIT / INIT ACK.
     pub(crate) peer_idata: bool,
-    /// Addresses the peer listed in its INIT / INIT ACK: recorded, never used.
-    pub(crate) peer_addresses: Vec<std::net::IpAddr>,
-    /// Our INIT (for T1-init retransmission and §5.2.1 answers).
-    pub(crate) init: Option<crate::wire::InitChunk>,
-    /// The cookie we echo (T1-cookie retransmission).
-    pub(crate) cookie: Option<Bytes>,
-    pub(crate) init_retransmits: u32,
-    pub(crate) error_count: u32,
-    pub(crate) path_error_count: u32,
-    pub(crate) timers: TimerTable,
-    pub(crate) rto: RtoEstimator,
-    pub(crate) cc: Congestion,
-    pub(crate) tx: Sender,
-    pub(crate) rx: Receiver,
-    /// Control chunks for the next packet(s), sent with the peer's tag.
-    pub(crate) control: VecDeque<Chunk>,
-    /// Whole packets with their own destination and tag (INIT ACK answers,
-    /// ABORT, SHUTDOWN COMPLETE, OOTB responses).
-    pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
-    pub(crate) app: VecDeque<AppEvent>,
-    pub(crate) tracer: Tracer,
-    /// Chunk lists kept from sent packets so that building the next one
-    /// does not allocate.
-    scratch_chunks: Vec<Chunk>,
-    scratch_data: Vec<Chunk>,
-    pub(crate) stats: Stats,
-    /// Outstanding heartbeat: (nonce, sent at).
-    pub(crate) heartbeat: Option<(u64, Instant)>,
-    /// Data packets sent since the last input (Max.Burst, §6.1).
-    pub(crate) burst: u32,
     pub(crate) closed_reported: bool,
-    /// Thin-stream packet list and loss estimate (002 §4.2.1), kept only
-    /// when a mechanism needs it ([`Association::tracks_thin`]).
-    pub(crate) thin: ThinTracker,
     /// The thin verdict last written as `Record::Thin`.
     pub(crate) thin_recorded: Option<bool>,
+    pub(crate) cc: Congestion,
+    pub(crate) timers: TimerTable,
+    pub(crate) tracer: Tracer,
+    /// Outstanding heartbeat: (nonce, sent at).
+    pub(crate) heartbeat: Option<(u64, Instant)>,
+    pub(crate) rto: RtoEstimator,
     /// When the application last submitted a message, and the interval
     /// before that (RDB's IAT > RTT limit, 002 §7.3).
     pub(crate) last_submit: Option<Instant>,
     pub(crate) last_message_interval: Option<Duration>,
     /// Since when the stream has been classified thin (None: thick or not tracked).
     pub(crate) thin_since: Option<Instant>,
+    /// A probe packet to send next: (heartbeat nonce, packet size).
+    pub(crate) pmtu_probe_out: Option<(u64, usize)>,
+    /// Chunk lists kept from sent packets so that building the next one
+    /// does not allocate.
+    scratch_chunks: Vec<Chunk>,
+    pub(crate) remote: Option<SocketAddr>,
+    pub(crate) app: VecDeque<AppEvent>,
+    /// Control chunks for the next packet(s), sent with the peer's tag.
+    pub(crate) control: VecDeque<Chunk>,
+    /// Whole packets with their own destination and tag (INIT ACK answers,
+    /// ABORT, SHUTDOWN COMPLETE, OOTB responses).
+    pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
+    scratch_data: Vec<Chunk>,
+    pub(crate) tx: Sender,
+    pub(crate) rx: Receiver,
+    /// Thin-stream packet list and loss estimate (002 §4.2.1), kept only
+    /// when a mechanism needs it ([`Association::tracks_thin`]).
+    pub(crate) thin: ThinTracker,
+    pub(crate) stats: Stats,
+    pub(crate) config: Config,
+    pub(crate) local: SocketAddr,
+    // ----- handshake, path MTU probing, getters -------------------------
+    pub(crate) init_retransmits: u32,
     /// When our INIT was sent, if it was not retransmitted (handshake RTT seed).
     pub(crate) init_sent: Option<Instant>,
     /// Path MTU search (RFC 8899), when `Config::pmtu_probe_max` asks for it.
     pub(crate) pmtu_search: Option<pmtu::PmtuSearch>,
-    /// A probe packet to send next: (heartbeat nonce, packet size).
-    pub(crate) pmtu_probe_out: Option<(u64, usize)>,
+    pub(crate) rng: Rng,
+    pub(crate) cookie_key: CookieKey,
+    /// Addresses the peer listed in its INIT / INIT ACK: recorded, never used.
+    pub(crate) peer_addresses: Vec<std::net::IpAddr>,
+    /// Our INIT (for T1-init retransmission and §5.2.1 answers).
+    pub(crate) init: Option<crate::wire::InitChunk>,
+    /// The cookie we echo (T1-cookie retransmission).
+    pub(crate) cookie: Option<Bytes>,
 }
 
 impl Association {

@@ -9,6 +9,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use smallvec::SmallVec;
+
 use bytes::Bytes;
 use thinstream_base::drive::{AppEvent, SendError};
 use thinstream_base::trace::{Record, SentData, TxReason, Units};
@@ -40,7 +42,11 @@ pub(crate) enum ChunkState {
     Abandoned,
 }
 
+/// A queued DATA chunk: 128 bytes, aligned to a cache line, so that one
+/// chunk is two cache lines of the send queue (a SACK reads a chunk sent
+/// a round trip earlier, long out of the caches with many associations).
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 pub(crate) struct TxChunk {
     pub(crate) tsn: Tsn,
     pub(crate) unit: u64,
@@ -76,15 +82,29 @@ pub(crate) struct TxChunk {
     pub(crate) mid: u32,
     pub(crate) fsn: u32,
     /// Partial reliability (RFC 3758 timed reliability, RFC 7496 limited
-    /// retransmissions): give up after this instant / after this many
-    /// retransmissions.
-    pub(crate) expires: Option<Instant>,
-    pub(crate) max_rtx: Option<u32>,
+    /// retransmissions): give up after `expires_at` if `expires`, after
+    /// `max_rtx` retransmissions if `limited` (flags rather than options:
+    /// the chunk stays within 128 bytes; see [`TxChunk::expires`]).
+    expires_at: Instant,
+    max_rtx: u32,
+    expires: bool,
+    limited: bool,
     /// Retransmissions for loss so far (fast, early, timeout, bundled).
     pub(crate) rtx: u32,
 }
 
+// Two cache lines per queued chunk (see the struct's note).
+const _: () = assert!(std::mem::size_of::<TxChunk>() == 128);
+
 impl TxChunk {
+    /// The lifetime's end (timed reliability), if any.
+    pub(crate) fn expires(&self) -> Option<Instant> {
+        self.expires.then_some(self.expires_at)
+    }
+    /// The retransmission limit (limited retransmissions), if any.
+    pub(crate) fn max_rtx(&self) -> Option<u32> {
+        self.limited.then_some(self.max_rtx)
+    }
     fn len(&self) -> u32 {
         self.payload.len() as u32
     }
@@ -118,11 +138,11 @@ impl TxChunk {
     /// Whether partial reliability gives up on it now: its lifetime has
     /// passed, or it needs a retransmission beyond its limit (`marked`).
     fn pr_expired(&self, now: Instant, marked: bool) -> bool {
-        self.expires.is_some_and(|t| now > t)
-            || (marked && self.max_rtx.is_some_and(|m| self.rtx >= m))
+        self.expires().is_some_and(|t| now > t)
+            || (marked && self.max_rtx().is_some_and(|m| self.rtx >= m))
     }
     fn is_pr(&self) -> bool {
-        self.expires.is_some() || self.max_rtx.is_some()
+        self.expires || self.limited
     }
 }
 
@@ -150,75 +170,139 @@ pub(crate) struct Pending {
     pub(crate) max_rtx: Option<u32>,
 }
 
+/// The queues of the interleaving scheduler: (stream, its messages) for
+/// the streams with queued messages, sorted by stream. One stream's entry
+/// is stored inline: a thin stream's message then touches no block of its
+/// own beyond its payload (a search tree kept a node per association that
+/// every message read and wrote).
+#[derive(Debug, Default)]
+pub(crate) struct Sched {
+    q: SmallVec<[(u16, VecDeque<Pending>); 1]>,
+}
+
+impl Sched {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    pub(crate) fn clear(&mut self) {
+        self.q.clear();
+    }
+    fn find(&self, stream: u16) -> Result<usize, usize> {
+        self.q.binary_search_by_key(&stream, |e| e.0)
+    }
+    /// The queues in stream order.
+    pub(crate) fn queues(&self) -> impl Iterator<Item = &VecDeque<Pending>> {
+        self.q.iter().map(|e| &e.1)
+    }
+    pub(crate) fn get(&self, stream: u16) -> Option<&VecDeque<Pending>> {
+        self.find(stream).ok().map(|i| &self.q[i].1)
+    }
+    pub(crate) fn get_mut(&mut self, stream: u16) -> Option<&mut VecDeque<Pending>> {
+        self.find(stream).ok().map(|i| &mut self.q[i].1)
+    }
+    /// The queue of `stream`, made (empty) if it has none.
+    pub(crate) fn queue(&mut self, stream: u16) -> &mut VecDeque<Pending> {
+        let i = match self.find(stream) {
+            Ok(i) => i,
+            Err(i) => {
+                self.q.insert(i, (stream, VecDeque::new()));
+                i
+            }
+        };
+        &mut self.q[i].1
+    }
+    pub(crate) fn remove(&mut self, stream: u16) {
+        if let Ok(i) = self.find(stream) {
+            self.q.remove(i);
+        }
+    }
+    /// The first stream with a queue from `from` on, else the first one
+    /// (round robin).
+    pub(crate) fn next_stream(&self, from: u16) -> Option<u16> {
+        let i = self.find(from).unwrap_or_else(|i| i);
+        self.q.get(i).or_else(|| self.q.first()).map(|e| e.0)
+    }
+}
+
 /// Sender state. `chunks[i]` has unit `cum_unit + i` and TSN
 /// `initial_tsn + cum_unit + i`; `chunks[..next_unsent]` were sent.
+/// Laid out in declaration order and aligned to a cache line: see the
+/// layout note on [`Association`].
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Sender {
-    pub(crate) initial_tsn: Tsn,
-    /// Units cumulatively acknowledged (unit of the first queued chunk).
-    pub(crate) cum_unit: u64,
-    pub(crate) chunks: VecDeque<TxChunk>,
+    // What every packet built checks, also at an end that only receives
+    // data and sends SACKs: one cache line.
+    /// SentData of the packet being built (for the trace).
+    pub(crate) last_sent_data: Vec<SentData>,
+    /// Queued chunks with a partial-reliability policy (sweeps are skipped
+    /// while there are none).
+    pub(crate) pr_live: usize,
+    next_packet: u64,
+    pub(crate) marked: usize,
     pub(crate) next_unsent: usize,
+    /// A FORWARD TSN / I-FORWARD-TSN is to be sent (RFC 3758 §3.5 C3).
+    pub(crate) fwd_pending: bool,
+    /// I-DATA in use (RFC 8260, both sides offered it).
+    pub(crate) idata: bool,
+    /// The next retransmission packet ignores cwnd (§7.2.4 step 3; §6.3.3 E3).
+    pub(crate) rtx_packet_free: bool,
+    pub(crate) blocked: bool,
+    /// The stream the scheduler serves next (round robin).
+    pub(crate) sched_rr: u16,
+    // Sending and acknowledging.
+    pub(crate) chunks: VecDeque<TxChunk>,
     /// Payload bytes in flight (InFlight chunks).
     pub(crate) flight: u32,
     /// Payload bytes sent and not acknowledged (InFlight + Marked).
     pub(crate) outstanding_bytes: u32,
-    pub(crate) marked: usize,
     /// Chunks in the InFlight state.
     pub(crate) in_flight_chunks: u32,
+    pub(crate) peer_rwnd: u32,
+    /// Units cumulatively acknowledged (unit of the first queued chunk).
+    pub(crate) cum_unit: u64,
+    pub(crate) initial_tsn: Tsn,
+    /// Fragments cut for `sched_rr` in its current turn.
+    pub(crate) sched_turn: u32,
+    /// The interleaving scheduler: messages without TSNs, per stream (only
+    /// streams with queued messages have an entry).
+    pub(crate) sched: Sched,
     /// Payload bytes of never-sent chunks.
     pub(crate) unsent_bytes: usize,
     /// Payload bytes of all queued chunks (send-buffer accounting).
     pub(crate) queued_bytes: usize,
-    pub(crate) peer_rwnd: u32,
-    pub(crate) ssn: Vec<Ssn>,
     pub(crate) next_message: u64,
-    /// Packet id -> DATA chunks of that packet still in flight.
-    packets: BTreeMap<u64, u32>,
-    next_packet: u64,
+    /// (packet id, DATA chunks of that packet still in flight), sorted by
+    /// id, no zero counts. Ids grow, so a new packet goes to the back and
+    /// acknowledged ones leave from the front: a deque whose one block a
+    /// thin stream keeps to a few entries (a search tree's node took more
+    /// cache lines per packet).
+    packets: VecDeque<(u64, u32)>,
     /// Karn: the one chunk being timed (unit, sent at).
     pub(crate) rtt_probe: Option<(u64, Instant)>,
     /// Fast recovery exit point (highest unit outstanding at entry).
     pub(crate) fast_recovery: Option<u64>,
-    /// The next retransmission packet ignores cwnd (§7.2.4 step 3; §6.3.3 E3).
-    pub(crate) rtx_packet_free: bool,
-    pub(crate) blocked: bool,
-    /// SentData of the packet being built (for the trace).
-    pub(crate) last_sent_data: Vec<SentData>,
     /// When DATA was last put on the wire (idle cwnd decay, §7.2.1).
     pub(crate) last_data_at: Option<Instant>,
-    /// How RTT samples are taken (copied from the mechanisms).
-    pub(crate) rtt_mode: RttSampling,
     /// Unit of the oldest outstanding chunk whose T3 expiry was postponed
     /// once already (`t3_wait_for_newer_sack`).
     pub(crate) t3_postponed_for: Option<u64>,
-    /// I-DATA in use (RFC 8260, both sides offered it).
-    pub(crate) idata: bool,
-    /// Next I-DATA MID per outbound stream, ordered and unordered.
-    pub(crate) mid_ordered: Vec<u32>,
-    pub(crate) mid_unordered: Vec<u32>,
-    /// The interleaving scheduler: messages without TSNs, per stream (only
-    /// streams with queued messages have an entry).
-    pub(crate) sched: BTreeMap<u16, VecDeque<Pending>>,
-    /// The stream the scheduler serves next (round robin).
-    pub(crate) sched_rr: u16,
-    /// Fragments cut for `sched_rr` in its current turn.
-    pub(crate) sched_turn: u32,
-    /// Fragments still to cut from the scheduler's messages.
-    pub(crate) sched_frags: u64,
     /// A new fragment size (path MTU discovery) waiting for the
     /// interleaving scheduler to empty: its queued messages were counted
     /// in fragments of the old size.
     pub(crate) frag_next: Option<usize>,
-    /// Queued chunks with a partial-reliability policy (sweeps are skipped
-    /// while there are none).
-    pub(crate) pr_live: usize,
-    /// A FORWARD TSN / I-FORWARD-TSN is to be sent (RFC 3758 §3.5 C3).
-    pub(crate) fwd_pending: bool,
-    /// The new cumulative TSN of the last FORWARD TSN sent, and when.
-    pub(crate) fwd_last: Option<(Tsn, Instant)>,
     /// Largest fragment payload (DATA or I-DATA header subtracted).
     pub(crate) frag: usize,
+    /// Fragments still to cut from the scheduler's messages.
+    pub(crate) sched_frags: u64,
+    /// Next I-DATA MID per outbound stream, ordered and unordered.
+    pub(crate) mid_ordered: Vec<u32>,
+    /// The new cumulative TSN of the last FORWARD TSN sent, and when.
+    pub(crate) fwd_last: Option<(Tsn, Instant)>,
+    /// How RTT samples are taken (copied from the mechanisms).
+    pub(crate) rtt_mode: RttSampling,
+    pub(crate) ssn: Vec<Ssn>,
+    pub(crate) mid_unordered: Vec<u32>,
 }
 
 impl Sender {
@@ -237,7 +321,7 @@ impl Sender {
             peer_rwnd,
             ssn: Vec::new(),
             next_message: 0,
-            packets: BTreeMap::new(),
+            packets: VecDeque::new(),
             next_packet: 0,
             rtt_probe: None,
             fast_recovery: None,
@@ -250,7 +334,7 @@ impl Sender {
             idata: false,
             mid_ordered: Vec::new(),
             mid_unordered: Vec::new(),
-            sched: BTreeMap::new(),
+            sched: Sched::default(),
             sched_rr: 0,
             sched_turn: 0,
             sched_frags: 0,
@@ -325,11 +409,27 @@ impl Sender {
     }
 
     fn packet_done(&mut self, id: u64) {
-        if let Some(n) = self.packets.get_mut(&id) {
-            *n -= 1;
-            if *n == 0 {
-                self.packets.remove(&id);
+        if let Ok(i) = self.packets.binary_search_by_key(&id, |&(p, _)| p) {
+            self.packets[i].1 -= 1;
+            if self.packets[i].1 == 0 {
+                self.packets.remove(i);
             }
+        }
+    }
+
+    /// Set the number of DATA chunks in flight in packet `id`.
+    fn packet_set(&mut self, id: u64, chunks: u32) {
+        match self.packets.binary_search_by_key(&id, |&(p, _)| p) {
+            Ok(i) => self.packets[i].1 = chunks,
+            Err(i) => self.packets.insert(i, (id, chunks)),
+        }
+    }
+
+    /// Count `chunks` more DATA chunks in flight in packet `id`.
+    fn packet_add(&mut self, id: u64, chunks: u32) {
+        match self.packets.binary_search_by_key(&id, |&(p, _)| p) {
+            Ok(i) => self.packets[i].1 += chunks,
+            Err(i) => self.packets.insert(i, (id, chunks)),
         }
     }
 
@@ -400,7 +500,7 @@ impl Sender {
             }
         }
         let (mut frags, mut sched_bytes) = (0u64, 0usize);
-        for q in self.sched.values() {
+        for q in self.sched.queues() {
             if q.is_empty() {
                 return Err("empty scheduler queue kept".into());
             }
@@ -436,7 +536,11 @@ impl Sender {
         if got != want {
             return Err(format!("sender counters {want:?} but chunks say {got:?}"));
         }
-        if per_packet != self.packets {
+        if !per_packet
+            .iter()
+            .map(|(&p, &n)| (p, n))
+            .eq(self.packets.iter().copied())
+        {
             return Err(format!("packet map {:?} vs {:?}", self.packets, per_packet));
         }
         Ok(())
@@ -508,21 +612,17 @@ impl Association {
         // stream has data queued (module docs: trace units and I-DATA).
         let first_unit = self.tx.cum_unit + self.tx.chunks.len() as u64 + self.tx.sched_frags;
         if self.tx.idata {
-            self.tx
-                .sched
-                .entry(p.stream)
-                .or_default()
-                .push_back(Pending {
-                    msg: id,
-                    unordered: p.unordered,
-                    ppid: p.ppid,
-                    payload: payload.clone(),
-                    offset: 0,
-                    fsn: 0,
-                    mid: None,
-                    expires,
-                    max_rtx: p.max_retransmissions,
-                });
+            self.tx.sched.queue(p.stream).push_back(Pending {
+                msg: id,
+                unordered: p.unordered,
+                ppid: p.ppid,
+                payload: payload.clone(),
+                offset: 0,
+                fsn: 0,
+                mid: None,
+                expires,
+                max_rtx: p.max_retransmissions,
+            });
             self.tx.sched_frags += n as u64;
         } else {
             // Unordered messages do not consume an SSN (§6.6: the SSN is ignored).
@@ -559,8 +659,10 @@ impl Association {
                     msg: id,
                     mid: 0,
                     fsn: k as u32,
-                    expires,
-                    max_rtx: p.max_retransmissions,
+                    expires_at: expires.unwrap_or(Instant::ZERO),
+                    max_rtx: p.max_retransmissions.unwrap_or(0),
+                    expires: expires.is_some(),
+                    limited: p.max_retransmissions.is_some(),
                     rtx: 0,
                 });
             }
@@ -596,17 +698,11 @@ impl Association {
     /// when nothing waits.
     fn pull_fragment(&mut self, now: Instant) -> bool {
         let tx = &mut self.tx;
-        let Some(stream) = tx
-            .sched
-            .range(tx.sched_rr..)
-            .next()
-            .or_else(|| tx.sched.iter().next())
-            .map(|(&s, _)| s)
-        else {
+        let Some(stream) = tx.sched.next_stream(tx.sched_rr) else {
             return false;
         };
         let frag = tx.frag.max(1);
-        let Some(q) = tx.sched.get_mut(&stream) else {
+        let Some(q) = tx.sched.get_mut(stream) else {
             return false;
         };
         let Some(m) = q.front_mut() else {
@@ -652,8 +748,10 @@ impl Association {
             msg: m.msg,
             mid,
             fsn: m.fsn,
-            expires: m.expires,
-            max_rtx: m.max_rtx,
+            expires_at: m.expires.unwrap_or(Instant::ZERO),
+            max_rtx: m.max_rtx.unwrap_or(0),
+            expires: m.expires.is_some(),
+            limited: m.max_rtx.is_some(),
             rtx: 0,
         };
         m.offset = end;
@@ -661,7 +759,7 @@ impl Association {
         if chunk.ending {
             q.pop_front();
             if q.is_empty() {
-                tx.sched.remove(&stream);
+                tx.sched.remove(stream);
             }
         }
         tx.sched_frags = tx.sched_frags.saturating_sub(1);
@@ -700,7 +798,7 @@ impl Association {
             let rest = self
                 .tx
                 .sched
-                .get(&stream)
+                .get(stream)
                 .and_then(|q| q.front())
                 .is_some_and(|m| m.msg == msg);
             if rest {
@@ -711,7 +809,7 @@ impl Association {
                     let more = self
                         .tx
                         .sched
-                        .get(&stream)
+                        .get(stream)
                         .and_then(|q| q.front())
                         .is_some_and(|m| m.msg == msg);
                     if !more || !self.pull_fragment(now) {
@@ -1215,7 +1313,7 @@ impl Association {
             self.tx.flight += len;
             self.tx.outstanding_bytes += len;
             self.tx.in_flight_chunks += 1;
-            *self.tx.packets.entry(id).or_default() += 1;
+            self.tx.packet_add(id, 1);
         }
     }
 
@@ -1533,7 +1631,7 @@ impl Association {
 
         if added > 0 {
             if live > 0 {
-                self.tx.packets.insert(pid, live);
+                self.tx.packet_set(pid, live);
             }
             if self.tracks_thin() {
                 // 002 App. F: one record per DATA packet, named by its highest TSN.

@@ -39,30 +39,51 @@ impl Timer {
 }
 
 /// Deadlines indexed by [`Timer`]; `None` = stopped.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Deadlines in nanoseconds, [`STOPPED`] for a timer that is not running:
+/// 64 bytes, one cache line, where `Option<Instant>` needed two (an
+/// association's timers are read on every packet, long after the last).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(align(64))]
 pub(crate) struct TimerTable {
-    at: [Option<Instant>; 8],
+    at: [u64; 8],
+}
+
+// One cache line (see the struct's note).
+const _: () = assert!(std::mem::size_of::<TimerTable>() == 64);
+
+/// The table entry of a stopped timer. No timer is ever set to the last
+/// representable instant (`set` checks).
+const STOPPED: u64 = u64::MAX;
+
+impl Default for TimerTable {
+    fn default() -> Self {
+        TimerTable { at: [STOPPED; 8] }
+    }
 }
 
 impl TimerTable {
     pub(crate) fn set(&mut self, t: Timer, at: Instant) {
-        self.at[t as usize] = Some(at);
+        assert!(
+            at.as_nanos() != STOPPED,
+            "timer deadline at the end of virtual time"
+        );
+        self.at[t as usize] = at.as_nanos();
     }
     pub(crate) fn stop(&mut self, t: Timer) {
-        self.at[t as usize] = None;
+        self.at[t as usize] = STOPPED;
     }
     pub(crate) fn is_running(&self, t: Timer) -> bool {
-        self.at[t as usize].is_some()
+        self.at[t as usize] != STOPPED
     }
     pub(crate) fn stop_all(&mut self) {
-        self.at = [None; 8];
+        self.at = [STOPPED; 8];
     }
-    /// The earliest deadline of all running timers.
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.at.iter().flatten().min().copied()
+        let min = self.at.iter().copied().min().unwrap_or(STOPPED);
+        (min != STOPPED).then(|| Instant::from_nanos(min))
     }
-    /// Whether `t` is running and due at `now`.
     pub(crate) fn expired(&self, t: Timer, now: Instant) -> bool {
-        matches!(self.at[t as usize], Some(at) if at <= now)
+        let at = self.at[t as usize];
+        at != STOPPED && at <= now.as_nanos()
     }
 }

@@ -67,7 +67,10 @@ struct PktStat {
 }
 
 /// The per-association packet list and loss estimate of App. F.
+/// Aligned to a cache line (two lines): it is read on every packet (see
+/// the layout note on [`Association`](crate::Association)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[repr(align(64))]
 pub struct ThinTracker {
     list: VecDeque<PktStat>,
     packets_in_flight: u32,
