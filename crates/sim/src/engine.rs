@@ -10,6 +10,7 @@
 
 use crate::app::{App, AppCtx};
 use crate::pcap::PcapWriter;
+use crate::prefetch;
 use crate::queue::{EventQueue, Handle};
 use crate::result::{EndpointResult, EndpointStats, LinkResult, RunHeader, RunResult, StopReason};
 use crate::topology::{self, endpoint_addr, Node, Topology, TopologyError};
@@ -265,6 +266,17 @@ struct SimLink {
     link: Link,
 }
 
+/// Where an endpoint's transport and app live (address and size in bytes;
+/// zero until the endpoint starts): read to prefetch them, never
+/// dereferenced.
+#[derive(Clone, Copy, Default)]
+struct Warm {
+    transport: usize,
+    transport_len: u32,
+    app: usize,
+    app_len: u32,
+}
+
 /// What names a link; read only by the API and at the end of the run.
 struct LinkName {
     label: String,
@@ -286,10 +298,16 @@ pub struct Simulation {
     started: bool,
     queue: EventQueue<Event>,
     endpoints: Vec<Endpoint>,
+    /// Indexed like `endpoints`: where its transport and app live, for
+    /// the prefetch of the next event's state.
+    warm: Vec<Warm>,
     /// Indexed like `endpoints`.
     setups: Vec<EndpointSetupState>,
     nodes: Vec<Node>,
     links: Vec<SimLink>,
+    /// Indexed like `links`: the node each leads to (a copy of
+    /// `SimLink::to` that stays cached while the links do not).
+    link_to: Vec<u32>,
     /// Indexed like `links`.
     link_names: Vec<LinkName>,
     /// Reused buffers: link output and drained transmits.
@@ -412,9 +430,11 @@ impl Simulation {
             now: Instant::ZERO,
             started: false,
             queue: EventQueue::new(),
+            warm: vec![Warm::default(); endpoints.len()],
             endpoints,
             setups,
             nodes: plan.nodes,
+            link_to: links.iter().map(|l| slot_index(l.to)).collect(),
             links,
             link_names,
             link_out: Vec::new(),
@@ -608,6 +628,14 @@ impl Simulation {
         let ep = &mut self.endpoints[id.0];
         ep.transport = factory(&setup);
         ep.started = true;
+        let transport: &dyn Transport = &*ep.transport;
+        let app: &dyn App = &*ep.app;
+        self.warm[id.0] = Warm {
+            transport: (transport as *const dyn Transport).cast::<u8>() as usize,
+            transport_len: u32::try_from(std::mem::size_of_val(transport)).unwrap_or(u32::MAX),
+            app: (app as *const dyn App).cast::<u8>() as usize,
+            app_len: u32::try_from(std::mem::size_of_val(app)).unwrap_or(u32::MAX),
+        };
         let mut ctx = AppCtx::new(now, id, &mut *ep.transport, &mut ep.app_timer);
         ep.app.on_start(&mut ctx);
         self.drive(id, now);
@@ -622,6 +650,7 @@ impl Simulation {
             let Some((at, event)) = self.queue.pop() else {
                 return StopReason::Idle;
             };
+            self.prefetch_next();
             debug_assert!(at >= self.now, "event at {at} before now {}", self.now);
             self.now = at;
             match event {
@@ -696,6 +725,60 @@ impl Simulation {
             }
         }
         StopReason::EventLimit
+    }
+
+    /// Asks the processor to load what the next event will touch while
+    /// this one runs (the next event is usually the heap's new top; one
+    /// this event schedules earlier makes the hint useless, not wrong):
+    /// its endpoint's entry, transport and app, or its link, the
+    /// datagram's first bytes and the endpoint the link delivers to; and
+    /// the queue slot of the event likely after it. With thousands of
+    /// flows all of these were last touched long ago and have left the
+    /// caches (docs/memory.md, "Cost per flow"). Reads only what is
+    /// already cached (the queue's top, the tables of addresses) and
+    /// changes nothing.
+    fn prefetch_next(&self) {
+        let (next, after) = self.queue.lookahead();
+        if let Some(slot) = after {
+            prefetch::lines(slot, 64);
+        }
+        match next {
+            Some(Event::LinkExit { link, datagram }) => {
+                let l = *link as usize;
+                prefetch::lines(
+                    self.links.as_ptr().wrapping_add(l).cast::<u8>(),
+                    std::mem::size_of::<SimLink>(),
+                );
+                prefetch::lines(datagram.payload.as_ptr(), datagram.payload.len().min(128));
+                let to = self.link_to.get(l).map(|&t| t as usize);
+                if let (Some(Node::Host { endpoints, .. }), PackedAddr::V4 { ip, port }) =
+                    (to.and_then(|t| self.nodes.get(t)), &datagram.dst)
+                {
+                    let dst = SocketAddr::V4(std::net::SocketAddrV4::new((*ip).into(), *port));
+                    if let Some(ep) = endpoints.get(dst) {
+                        self.prefetch_endpoint(ep.0);
+                    }
+                }
+            }
+            Some(Event::Local { endpoint, datagram }) => {
+                prefetch::lines(datagram.payload.as_ptr(), datagram.payload.len().min(128));
+                self.prefetch_endpoint(*endpoint as usize);
+            }
+            Some(Event::TransportTimer { endpoint, .. } | Event::AppTimer { endpoint, .. }) => {
+                self.prefetch_endpoint(endpoint.0)
+            }
+            _ => {}
+        }
+    }
+
+    fn prefetch_endpoint(&self, id: usize) {
+        let Some(w) = self.warm.get(id) else { return };
+        prefetch::lines(
+            self.endpoints.as_ptr().wrapping_add(id).cast::<u8>(),
+            std::mem::size_of::<Endpoint>(),
+        );
+        prefetch::lines(w.transport as *const u8, w.transport_len as usize);
+        prefetch::lines(w.app as *const u8, w.app_len as usize);
     }
 
     /// The drive loop of `base::drive`, after an input has been fed to

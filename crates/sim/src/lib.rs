@@ -52,6 +52,7 @@
 pub mod app;
 mod engine;
 pub mod pcap;
+mod prefetch;
 pub mod queue;
 mod result;
 pub mod topology;

@@ -140,6 +140,26 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// For prefetching: the payload of the key at the top (the next to
+    /// pop unless it was cancelled or an earlier event is pushed first),
+    /// and where the payload of the earliest of its children (usually the
+    /// one after) lives. Reads the top of the heap and the top's slot only.
+    pub fn lookahead(&self) -> (Option<&T>, Option<*const u8>) {
+        let keys = self.heap.as_slice();
+        let slot = |k: &Reverse<(Instant, u64)>| (k.0 .1 & SLOT_MASK) as usize;
+        let next = keys
+            .first()
+            .and_then(|k| self.slots.get(slot(k)))
+            .and_then(|s| s.0.as_ref());
+        // The heap is a max-heap of `Reverse` keys: the children's largest
+        // is their earliest.
+        let after = keys
+            .get(1..keys.len().min(5))
+            .and_then(|children| children.iter().max())
+            .map(|k| self.slots.as_ptr().wrapping_add(slot(k)).cast::<u8>());
+        (next, after)
+    }
+
     /// Cancels a pending event: it will not pop. Its payload is left in its
     /// slot (not read, so a cancel touches one bit) and dropped when the
     /// slot is reused or the queue dropped.
@@ -227,6 +247,44 @@ mod tests {
             last = (at, v);
         }
         assert!(q.is_empty());
+    }
+
+    // The prefetch lookahead names the event that pops next and the slot of
+    // the one after it, when nothing is pushed in between.
+    #[test]
+    fn lookahead_names_the_next_two_events() {
+        let mut q = EventQueue::new();
+        let mut x = 12345u64;
+        for i in 0..2000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            q.push(Instant::from_micros(x >> 54), i);
+        }
+        let slot_of = |q: &EventQueue<u32>, v: u32| {
+            let i = q
+                .slots
+                .iter()
+                .position(|s| s.0 == Some(v))
+                .expect("pending value has a slot");
+            q.slots.as_ptr().wrapping_add(i).cast::<u8>()
+        };
+        let mut popped = 0;
+        loop {
+            let (next, after) = q.lookahead();
+            let next = next.copied();
+            let Some((_, v)) = q.pop() else {
+                assert_eq!((next, after), (None, None));
+                break;
+            };
+            assert_eq!(next, Some(v));
+            match q.lookahead().0.copied() {
+                Some(w) => assert_eq!(after, Some(slot_of(&q, w))),
+                None => assert_eq!(after, None),
+            }
+            popped += 1;
+        }
+        assert_eq!(popped, 2000);
     }
 
     // Cancelled events never pop, whether skipped at their turn or swept out
