@@ -126,4 +126,87 @@ pub trait Transport {
     fn is_established(&self) -> bool;
     /// Whether the connection has ended (gracefully or not).
     fn is_closed(&self) -> bool;
+    /// Names memory outside the transport's own struct that its next
+    /// input will touch (the heap blocks of its queues, near the ends in
+    /// use), as address ranges passed to `visit`, so that a driver holding
+    /// many transports can have the processor load them together (a
+    /// prefetch) rather than one cache miss after another. A hint only:
+    /// nothing is read through the ranges, no result depends on them, and
+    /// the default names none.
+    fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        let _ = visit;
+    }
+}
+
+/// Passes to `visit` the ends of `deque` in use: its first element, and
+/// its last with the slot after it (where the next push goes).
+pub fn visit_deque<T>(
+    deque: &std::collections::VecDeque<T>,
+    visit: &mut dyn FnMut(*const u8, usize),
+) {
+    let (a, b) = deque.as_slices();
+    if let Some(first) = a.first() {
+        visit((first as *const T).cast::<u8>(), std::mem::size_of::<T>());
+    }
+    if let Some(last) = b.last().or(a.last()) {
+        visit(
+            (last as *const T).cast::<u8>(),
+            2 * std::mem::size_of::<T>(),
+        );
+    }
+}
+
+/// Passes to `visit` the first elements of `v` (at most 256 bytes).
+pub fn visit_vec<T>(v: &[T], visit: &mut dyn FnMut(*const u8, usize)) {
+    if !v.is_empty() {
+        visit(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v).min(256));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{visit_deque, visit_vec};
+    use std::collections::VecDeque;
+
+    fn ranges(f: impl FnOnce(&mut dyn FnMut(*const u8, usize))) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        f(&mut |p, len| out.push((p as usize, len)));
+        out
+    }
+
+    // The hints name the deque's first element, and its last with the
+    // slot after it, also when the contents wrap around the buffer.
+    #[test]
+    fn a_deque_is_named_by_its_ends() {
+        let mut d: VecDeque<u64> = VecDeque::with_capacity(8);
+        assert!(ranges(|v| visit_deque(&d, v)).is_empty());
+        for i in 0..8 {
+            d.push_back(i);
+        }
+        for _ in 0..5 {
+            d.pop_front();
+        }
+        d.push_back(8);
+        d.push_back(9);
+        let (a, b) = d.as_slices();
+        assert!(!b.is_empty(), "the contents wrap");
+        let first = d.front().unwrap() as *const u64 as usize;
+        let last = d.back().unwrap() as *const u64 as usize;
+        assert_eq!(ranges(|v| visit_deque(&d, v)), vec![(first, 8), (last, 16)]);
+        assert_eq!(first, a.as_ptr() as usize);
+    }
+
+    #[test]
+    fn a_vec_is_named_by_its_first_bytes() {
+        let v: Vec<u64> = (0..100).collect();
+        assert_eq!(
+            ranges(|f| visit_vec(&v, f)),
+            vec![(v.as_ptr() as usize, 256)]
+        );
+        assert_eq!(
+            ranges(|f| visit_vec(&v[..3], f)),
+            vec![(v.as_ptr() as usize, 24)]
+        );
+        assert!(ranges(|f| visit_vec(&v[..0], f)).is_empty());
+    }
 }

@@ -162,6 +162,11 @@ pub(crate) struct Tracer {
 }
 
 impl Tracer {
+    /// Where the next record goes (see `Transport::hot_memory`).
+    pub(crate) fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        thinstream_base::drive::visit_deque(&self.records, visit);
+    }
+
     pub(crate) fn new(enabled: bool) -> Self {
         Tracer {
             enabled,

@@ -282,6 +282,12 @@ impl<V: Slot> AddrTable<V> {
         }
     }
 
+    /// Where `addr`'s entry is (for a prefetch; not read here).
+    pub(crate) fn entry_address(&self, addr: SocketAddr) -> Option<*const u8> {
+        let i = endpoint_of_ip(addr)?.0.checked_sub(self.first)?;
+        (i < self.entries.len()).then(|| self.entries.as_ptr().wrapping_add(i).cast::<u8>())
+    }
+
     /// The value of `addr`, if it has one.
     pub(crate) fn get(&self, addr: SocketAddr) -> Option<V> {
         let id = endpoint_of_ip(addr)?;

@@ -154,7 +154,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
+use thinstream_base::drive::{visit_deque, AppEvent, Outgoing, SendError, Transport};
 use thinstream_base::trace::Record;
 use thinstream_base::{Datagram, Duration, Instant, Rng, Seed};
 
@@ -1188,6 +1188,23 @@ impl Transport for Association {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next()
+    }
+
+    fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        self.tx.hot_memory(visit);
+        self.rx.hot_memory(visit);
+        self.thin.hot_memory(visit);
+        self.tracer.hot_memory(visit);
+        visit_deque(&self.app, visit);
+        visit_deque(&self.control, visit);
+        for scratch in [&self.scratch_chunks, &self.scratch_data] {
+            if scratch.capacity() > 0 {
+                visit(
+                    scratch.as_ptr().cast::<u8>(),
+                    (scratch.capacity() * std::mem::size_of::<Chunk>()).min(256),
+                );
+            }
+        }
     }
 
     fn poll_app(&mut self) -> Option<AppEvent> {

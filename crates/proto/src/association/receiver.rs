@@ -126,6 +126,12 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
+    /// The heap memory the next DATA packet touches (see
+    /// `Transport::hot_memory`).
+    pub(crate) fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        thinstream_base::drive::visit_vec(&self.streams, visit);
+    }
+
     pub(crate) fn new(initial_tsn: Tsn, capacity: u32) -> Self {
         Receiver {
             initial_tsn,

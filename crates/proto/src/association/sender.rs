@@ -8,6 +8,7 @@
 //! in the [`association`](super) module docs.
 
 use std::collections::{BTreeMap, VecDeque};
+use thinstream_base::drive::{visit_deque, visit_vec};
 
 use smallvec::SmallVec;
 
@@ -306,6 +307,15 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
+    /// The heap memory the next packet sent or SACK taken touches (see
+    /// `Transport::hot_memory`).
+    pub(crate) fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        visit_deque(&self.chunks, visit);
+        visit_deque(&self.packets, visit);
+        visit_vec(&self.last_sent_data, visit);
+        visit_vec(&self.mid_ordered, visit);
+    }
+
     pub(crate) fn new(initial_tsn: Tsn, peer_rwnd: u32) -> Self {
         Sender {
             initial_tsn,

@@ -88,6 +88,12 @@ pub struct ThinTracker {
 }
 
 impl ThinTracker {
+    /// The heap memory the next packet touches (see `Transport::hot_memory`).
+    pub(crate) fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        thinstream_base::drive::visit_deque(&self.list, visit);
+        thinstream_base::drive::visit_deque(&self.recent, visit);
+    }
+
     pub fn new(cfg: &ThinDetection) -> Self {
         ThinTracker {
             adjusted: cfg.pttfr.saturating_add(1),
