@@ -10,6 +10,7 @@ use crate::stage::queue::BottleneckQueue;
 use crate::stage::schedule::{in_outage, ListedDrops, PeriodicDrops, TraceDrops};
 use crate::stats::{DropCause, LinkStats};
 use std::fmt;
+use thinstream_base::Duration;
 use thinstream_base::{Datagram, Instant, Seed};
 
 /// A caller-supplied drop rule: `true` drops the datagram. Lets the simulator
@@ -56,6 +57,9 @@ pub struct Link {
     loss: Option<Box<LossProcess>>,
     queue: Option<Box<BottleneckQueue>>,
     delay: DelayLine,
+    /// `config.tick`, kept here: the boxed config is a cache line of its
+    /// own that a packet would otherwise read only for this.
+    tick: Option<Duration>,
     stats: LinkStats,
     config: Box<LinkConfig>,
 }
@@ -143,6 +147,7 @@ impl Link {
                 .map(|p| Corrupter::new(p, rng(labels::CORRUPT))),
         };
         Ok(Link {
+            tick: config.tick,
             config: Box::new(config.clone()),
             rare: (!rare.is_empty()).then(|| Box::new(rare)),
             loss: config
@@ -310,7 +315,7 @@ impl Link {
                 report.corrupted += 1;
             }
             let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
-            let arrival = match self.config.tick {
+            let arrival = match self.tick {
                 Some(t) => crate::stage::tick::release(arrival, t),
                 None => arrival,
             };

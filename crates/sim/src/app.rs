@@ -180,6 +180,22 @@ pub trait App {
     fn keep_history(&mut self, keep: bool) {
         let _ = keep;
     }
+    /// Names memory outside the app's own struct that its next event will
+    /// touch, as address ranges for a prefetch (see
+    /// `Transport::hot_memory`): a hint, nothing is read through them.
+    fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        let _ = visit;
+    }
+}
+
+/// Where the next element pushed onto `v` goes.
+fn visit_tail<T>(v: &Vec<T>, visit: &mut dyn FnMut(*const u8, usize)) {
+    if v.capacity() > v.len() {
+        visit(
+            v.as_ptr().wrapping_add(v.len()).cast::<u8>(),
+            std::mem::size_of::<T>(),
+        );
+    }
 }
 
 /// The records in `v`, leaving it empty with room for as many (the next
@@ -485,6 +501,19 @@ impl MessageSource {
 }
 
 impl App for MessageSource {
+    fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        let schedule: &dyn Iterator<Item = MessageSpec> = &*self.schedule;
+        visit(
+            (schedule as *const dyn Iterator<Item = MessageSpec>).cast::<u8>(),
+            std::mem::size_of_val(schedule),
+        );
+        if !self.buf.is_empty() {
+            visit(self.buf.as_ptr(), self.buf.len().min(128));
+        }
+        visit_tail(&self.report.sent, visit);
+        self.sink.hot_memory(visit);
+    }
+
     fn on_start(&mut self, ctx: &mut AppCtx<'_>) {
         if self.wait_established.is_some() {
             return;
@@ -634,6 +663,10 @@ impl App for Sink {
 
     fn finish(self: Box<Self>) -> AppReport {
         AppReport::Sink(self.report)
+    }
+
+    fn hot_memory(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        visit_tail(&self.report.deliveries, visit);
     }
 
     fn drain_history(&mut self) -> AppHistory {

@@ -819,6 +819,7 @@ impl Simulation {
         }
         let ep = &self.endpoints[id];
         ep.transport.hot_memory(&mut prefetch::lines);
+        ep.app.hot_memory(&mut prefetch::lines);
         prefetch::lines(
             ep.records
                 .as_ptr()
