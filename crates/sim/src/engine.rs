@@ -257,12 +257,11 @@ pub enum RecordFilter {
     Only(fn(&Record) -> bool),
 }
 
-/// A link and the node it leads to: what a packet crossing it touches
-/// (`repr(C)`, aligned to a cache line: `to` and the link's hot fields,
-/// which come first, fill the first two lines).
+/// A link, aligned to a cache line: the link's hot fields, which come
+/// first, fill its first two lines. The node it leads to is in
+/// `Simulation::link_to`.
 #[repr(C, align(64))]
 struct SimLink {
-    to: usize,
     link: Link,
 }
 
@@ -313,8 +312,8 @@ pub struct Simulation {
     setups: Vec<EndpointSetupState>,
     nodes: Vec<Node>,
     links: Vec<SimLink>,
-    /// Indexed like `links`: the node each leads to (a copy of
-    /// `SimLink::to` that stays cached while the links do not).
+    /// Indexed like `links`: the node each leads to (apart from the links,
+    /// so that it stays cached while they do not).
     link_to: Vec<u32>,
     /// Indexed like `links`.
     link_names: Vec<LinkName>,
@@ -425,12 +424,14 @@ impl Simulation {
         }
         let n_endpoints = endpoints.len();
         let mut links = Vec::with_capacity(plan.links.len());
+        let mut link_to = Vec::with_capacity(plan.links.len());
         let mut link_names = Vec::with_capacity(plan.links.len());
         for l in plan.links {
             header.seeds.push((l.label.clone(), l.seed));
             header.links.push((l.label.clone(), l.config.clone()));
             let link = Link::new(&l.config, l.seed);
-            links.push(SimLink { to: l.to, link });
+            links.push(SimLink { link });
+            link_to.push(slot_index(l.to));
             link_names.push(LinkName {
                 label: l.label,
                 seed: l.seed,
@@ -445,7 +446,7 @@ impl Simulation {
             endpoints,
             setups,
             nodes: plan.nodes,
-            link_to: links.iter().map(|l| slot_index(l.to)).collect(),
+            link_to,
             links,
             link_names,
             link_out: Vec::new(),
