@@ -50,6 +50,7 @@
 //! [`Seed`]: thinstream_base::Seed
 
 pub mod app;
+mod calendar;
 mod engine;
 pub mod pcap;
 mod prefetch;

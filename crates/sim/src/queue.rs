@@ -1,28 +1,29 @@
-//! The event queue: a binary heap keyed by (virtual time, insertion sequence).
+//! The event queue: keys ordered by (virtual time, insertion sequence).
 //!
 //! Two events due at the same instant pop in the order they were pushed, so a
-//! run never depends on how the heap happens to break ties (the smoltcp
+//! run never depends on how a container happens to break ties (the smoltcp
 //! netsim and TigerBeetle habit, examples-to-follow habit 7). Payloads live
-//! in a slab beside the heap so sifting moves 16-byte keys, not datagrams:
+//! in a slab beside the keys so ordering moves 16-byte keys, not datagrams:
 //! the time, and one word holding the sequence number above the slot index
 //! (the sequence numbers are unique, so the slot bits never decide an order).
-//! The heap is 4-ary (`dary_heap`): half the depth of a binary heap, and a
-//! node's children share cache lines, which is what a pop costs once
-//! thousands of flows keep tens of thousands of events pending. Keys are
-//! unique (the sequence number), so the pop order is the same whatever the
-//! heap's arity.
+//! The keys are held by a calendar ([`crate::calendar`]): a small heap for
+//! the current millisecond, a vector per millisecond for the next two
+//! seconds and a heap beyond. Keys are unique, so the pop order is the one
+//! a single heap gives; what changes is what a pop touches once thousands
+//! of flows keep tens of thousands of events pending (a heap's pop walks
+//! down levels that have left the caches).
 //!
 //! A pending event can be cancelled ([`EventQueue::cancel`]): a bit per slot
 //! is cleared and its key is skipped when it comes up. Cancelled keys
 //! are also swept out all at once when they are at least
-//! [`COMPACT_MIN_CANCELLED`] and half the heap: a transport whose deadline
+//! [`COMPACT_MIN_CANCELLED`] and half the keys: a transport whose deadline
 //! alternates between a near timer and a far one (a retransmission timer
 //! and a heartbeat tens of seconds out) supersedes one timer event per
 //! change, and with thousands of flows those would otherwise outnumber the
-//! live events many times over and deepen every pop. A sweep reads only the
-//! keys and a bit per slot, and the keys kept pop in the same order.
+//! live events many times over. A sweep reads only the keys and a bit per
+//! slot, and the keys kept pop in the same order.
 
-use dary_heap::QuaternaryHeap;
+use crate::calendar::Calendar;
 use std::cmp::Reverse;
 use thinstream_base::Instant;
 
@@ -33,7 +34,7 @@ const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
 pub const MAX_PENDING: usize = 1 << SLOT_BITS;
 /// Most events pushed over a queue's life (2^40, about 10^12).
 pub const MAX_PUSHED: u64 = 1 << (64 - SLOT_BITS);
-/// Cancelled keys in the heap from which a sweep may run.
+/// Cancelled keys held from which a sweep may run.
 pub const COMPACT_MIN_CANCELLED: usize = 1024;
 
 /// A pending event, for [`EventQueue::cancel`]. Valid until the event pops
@@ -51,14 +52,14 @@ struct Slot<T>(Option<T>);
 #[derive(Debug)]
 pub struct EventQueue<T> {
     /// `(at, seq << SLOT_BITS | slot)`.
-    heap: QuaternaryHeap<Reverse<(Instant, u64)>>,
+    keys: Calendar,
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     /// One bit per slot: its event is pending and not cancelled.
     live: Vec<u64>,
-    /// Keys in the heap whose event was cancelled.
+    /// Keys held whose event was cancelled.
     cancelled_pending: usize,
-    /// Cancelled events whose key has left the heap (popped or swept).
+    /// Cancelled events whose key has left the queue (popped or swept).
     cancelled_dropped: u64,
     next_seq: u64,
 }
@@ -76,7 +77,7 @@ fn bit(slot: u32) -> (usize, u64) {
 impl<T> EventQueue<T> {
     pub fn new() -> Self {
         EventQueue {
-            heap: QuaternaryHeap::new(),
+            keys: Calendar::new(),
             slots: Vec::new(),
             free: Vec::new(),
             live: Vec::new(),
@@ -111,8 +112,7 @@ impl<T> EventQueue<T> {
         self.next_seq += 1;
         let (word, mask) = bit(slot);
         self.live[word] |= mask;
-        self.heap
-            .push(Reverse((at, seq << SLOT_BITS | u64::from(slot))));
+        self.keys.push((at, seq << SLOT_BITS | u64::from(slot)));
         Handle(slot)
     }
 
@@ -120,7 +120,7 @@ impl<T> EventQueue<T> {
     /// skipping cancelled ones.
     pub fn pop(&mut self) -> Option<(Instant, T)> {
         loop {
-            let Reverse((at, key)) = self.heap.pop()?;
+            let (at, key) = self.keys.pop()?;
             let slot = (key & SLOT_MASK) as u32;
             self.free.push(slot);
             let (word, mask) = bit(slot);
@@ -135,23 +135,24 @@ impl<T> EventQueue<T> {
             let event = self.slots[slot as usize]
                 .0
                 .take()
-                .expect("heap key without payload");
+                .expect("key without payload");
             return Some((at, event));
         }
     }
 
-    /// For prefetching: the payload of the key at the top (the next to
+    /// For prefetching: the payload of the smallest key (the next to
     /// pop unless it was cancelled or an earlier event is pushed first),
-    /// and where the payload of the earliest of its children (usually the
-    /// one after) lives. Reads the top of the heap and the top's slot only.
+    /// and where the payload of the earliest of its children in the
+    /// calendar's front heap (usually the one after) lives. Reads the top
+    /// of the front heap and the top's slot only.
     pub fn lookahead(&self) -> (Option<&T>, Option<*const u8>) {
-        let keys = self.heap.as_slice();
+        let keys = self.keys.front();
         let slot = |k: &Reverse<(Instant, u64)>| (k.0 .1 & SLOT_MASK) as usize;
         let next = keys
             .first()
             .and_then(|k| self.slots.get(slot(k)))
             .and_then(|s| s.0.as_ref());
-        // The heap is a max-heap of `Reverse` keys: the children's largest
+        // The front is a max-heap of `Reverse` keys: the children's largest
         // is their earliest.
         let after = keys
             .get(1..keys.len().min(5))
@@ -175,18 +176,18 @@ impl<T> EventQueue<T> {
         self.live[word] &= !mask;
         self.cancelled_pending += 1;
         if self.cancelled_pending >= COMPACT_MIN_CANCELLED
-            && self.cancelled_pending * 2 > self.heap.len()
+            && self.cancelled_pending * 2 > self.keys.len()
         {
             self.sweep();
         }
     }
 
-    /// Takes every cancelled key out of the heap.
+    /// Takes every cancelled key out of the calendar.
     fn sweep(&mut self) {
         let EventQueue {
-            heap, live, free, ..
+            keys, live, free, ..
         } = self;
-        heap.retain(|Reverse((_, key))| {
+        keys.retain(|(_, key)| {
             let slot = (key & SLOT_MASK) as u32;
             let (word, mask) = bit(slot);
             let keep = live[word] & mask != 0;
@@ -206,7 +207,7 @@ impl<T> EventQueue<T> {
 
     /// Pending events (cancelled ones excluded).
     pub fn len(&self) -> usize {
-        self.heap.len() - self.cancelled_pending
+        self.keys.len() - self.cancelled_pending
     }
 
     pub fn is_empty(&self) -> bool {
@@ -223,13 +224,13 @@ impl<T> EventQueue<T> {
 mod tests {
     use super::*;
 
-    // Events due at the same instant come out in insertion order, whatever the heap layout.
+    // Events due at the same instant come out in insertion order, whatever holds the keys.
     #[test]
     fn ties_break_by_insertion_sequence() {
         let mut q = EventQueue::new();
         let t = Instant::from_millis(10);
         for i in 0..100u32 {
-            // Interleave an earlier and a later event so the heap reshuffles.
+            // Interleave an earlier and a later event.
             q.push(t, i);
             q.push(Instant::from_millis(u64::from(i % 7) + 20), 1000 + i);
         }
@@ -249,8 +250,9 @@ mod tests {
         assert!(q.is_empty());
     }
 
-    // The prefetch lookahead names the event that pops next and the slot of
-    // the one after it, when nothing is pushed in between.
+    // The prefetch lookahead names the event that pops next and, unless
+    // that is the last key of its millisecond, the slot of the one after
+    // it, when nothing is pushed in between.
     #[test]
     fn lookahead_names_the_next_two_events() {
         let mut q = EventQueue::new();
@@ -259,7 +261,8 @@ mod tests {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            q.push(Instant::from_micros(x >> 54), i);
+            // 0-16 ms: about 120 keys per bucket.
+            q.push(Instant::from_micros(x >> 50), i);
         }
         let slot_of = |q: &EventQueue<u32>, v: u32| {
             let i = q
@@ -269,7 +272,7 @@ mod tests {
                 .expect("pending value has a slot");
             q.slots.as_ptr().wrapping_add(i).cast::<u8>()
         };
-        let mut popped = 0;
+        let (mut popped, mut named) = (0, 0);
         loop {
             let (next, after) = q.lookahead();
             let next = next.copied();
@@ -278,13 +281,19 @@ mod tests {
                 break;
             };
             assert_eq!(next, Some(v));
-            match q.lookahead().0.copied() {
-                Some(w) => assert_eq!(after, Some(slot_of(&q, w))),
-                None => assert_eq!(after, None),
+            match (q.lookahead().0.copied(), after) {
+                (Some(w), Some(after)) => {
+                    assert_eq!(after, slot_of(&q, w));
+                    named += 1;
+                }
+                (_, None) => {}
+                (None, Some(_)) => panic!("an event after the last named"),
             }
             popped += 1;
         }
         assert_eq!(popped, 2000);
+        // Only the last key of each of the 17 buckets has no successor named.
+        assert!(named >= 2000 - 17 - 1, "{named} named");
     }
 
     // Cancelled events never pop, whether skipped at their turn or swept out
@@ -307,7 +316,7 @@ mod tests {
                 q.cancel(h);
             }
         }
-        // 1667 cancelled of 5000: not half the heap, so no sweep; they are
+        // 1667 cancelled of 5000: not half the keys, so no sweep; they are
         // skipped when they come up.
         assert_eq!(q.len(), 5000 - 1667);
         q.push(Instant::from_millis(10), 9000);
@@ -322,7 +331,7 @@ mod tests {
         assert!(q.is_empty());
     }
 
-    // A sweep runs once cancelled keys are half the heap, and the heap
+    // A sweep runs once cancelled keys are half of all, and the calendar
     // then holds only live keys.
     #[test]
     fn sweep_runs_when_cancelled_keys_are_half() {
@@ -333,7 +342,7 @@ mod tests {
         for &h in &handles[..2001] {
             q.cancel(h);
         }
-        assert_eq!(q.heap.len(), 1999);
+        assert_eq!(q.keys.len(), 1999);
         assert_eq!(q.cancelled(), 2001);
         assert_eq!(q.pop(), Some((Instant::from_nanos(2001), 2001)));
     }
