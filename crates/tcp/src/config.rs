@@ -97,6 +97,14 @@ pub struct TcpConfig {
     /// Off: `cwnd = ssthresh` for the whole recovery (RFC 6675 §5).
     #[serde(default)]
     pub prr: bool,
+    /// D-SACK (RFC 2883). The receiver reports a duplicate segment in the
+    /// first SACK block of its next ACK (Linux `tcp_dsack_set`); the sender
+    /// counts a D-SACK of a retransmitted segment it had already seen
+    /// SACKed above the cumulative ACK as reordering (Linux
+    /// `tcp_sacktag_one`), which RACK never forgets: its reordering window
+    /// then stays `min_rtt / 4` in recovery too.
+    #[serde(default)]
+    pub dsack: bool,
     /// RACK-TLP loss detection; `None` uses DupThresh / RFC 6675 `IsLost`.
     pub rack: Option<RackConfig>,
     /// Receive buffer (the advertised window), bytes.
@@ -200,6 +208,7 @@ impl TcpConfig {
             ack_pushed_on_read: false,
             retrans_collapse: false,
             prr: false,
+            dsack: false,
             rack: None,
             rcv_buf: 256 * 1024,
             snd_buf: 256 * 1024,
@@ -248,6 +257,7 @@ impl TcpConfig {
             initial_rto: Duration::from_secs(1),
             retrans_collapse: true,
             prr: true,
+            dsack: true,
             rack: Some(RackConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),

@@ -198,6 +198,7 @@ impl TcpConnection {
                 cfg.delayed_ack,
                 cfg.quickack_initial,
                 cfg.ack_pushed_on_read,
+                cfg.dsack,
             ),
             cwnd: 0,
             ssthresh: u64::MAX / 4,

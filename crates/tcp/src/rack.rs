@@ -45,6 +45,15 @@ impl Rack {
         self.prior_fack = self.fack;
     }
 
+    /// Reordering reported another way (a D-SACK of a retransmitted
+    /// segment already SACKed, starting at `seq`): seen if below the
+    /// highest SACKed sequence (Linux `tcp_check_sack_reordering`).
+    pub(crate) fn note_reordering(&mut self, seq: u64) {
+        if seq < self.fack {
+            self.reordering_seen = true;
+        }
+    }
+
     /// §6.2 steps 1-3 for one newly delivered (cumulatively or selectively
     /// acknowledged) segment. `min_rtt` filters ambiguous samples from
     /// retransmitted segments (step 2; the model has no TSecr check).
@@ -134,6 +143,21 @@ mod tests {
 
     fn t(ms: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_d_sack_below_the_highest_sack_is_reordering() {
+        let mut rack = Rack::default();
+        rack.start_ack();
+        rack.on_delivered(t(120), t(20), 3, 300, false, None);
+        rack.note_reordering(300);
+        assert!(!rack.reordering_seen, "not below the highest SACK");
+        rack.note_reordering(200);
+        assert!(rack.reordering_seen);
+        assert_eq!(
+            rack.reo_wnd(true, 1, 3, Some(Duration::from_millis(100)), None),
+            Duration::from_millis(25)
+        );
     }
 
     #[test]

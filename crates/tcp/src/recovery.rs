@@ -111,6 +111,23 @@ impl TcpConnection {
         if let Some(rack) = self.rack.as_mut() {
             rack.start_ack();
         }
+        // D-SACK above the cumulative ACK (RFC 2883 §4: the first block lies
+        // within the second): Linux (`tcp_check_dsack`, `tcp_sacktag_one`,
+        // `tcp_check_sack_reordering`) counts one that covers a
+        // retransmitted segment already SACKed before this ACK as
+        // reordering.
+        if self.cfg.dsack && sack.len() > 1 {
+            let ((l0, r0), (l1, r1)) = (sack[0], sack[1]);
+            if l0 >= ack && l0 >= l1 && r0 <= r1 {
+                let resent_and_sacked =
+                    self.sq.rtx.iter().any(|s| {
+                        s.retransmitted && s.sacked && s.seq_start() < r0 && s.seq_end() > l0
+                    });
+                if let (true, Some(rack)) = (resent_and_sacked, self.rack.as_mut()) {
+                    rack.note_reordering(l0);
+                }
+            }
+        }
         // SACK blocks (RFC 2018): mark whole segments, record first acknowledgement.
         let mut newly_sacked = 0u64;
         let mut newly_sacked_units = 0u64;
