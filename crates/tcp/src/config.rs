@@ -50,6 +50,15 @@ pub struct RackConfig {
     /// Worst-case delayed-ACK time added to the PTO when one segment is in
     /// flight (RFC 8985 §7.2 `WCDelAckT`; Linux adds `TCP_RTO_MIN` = 200 ms).
     pub tlp_max_ack_delay: Duration,
+    /// A probe timer armed by sending new data is capped by the RTO counted
+    /// from the last transmission of the oldest outstanding segment (Linux
+    /// `tcp_schedule_loss_probe` with `tcp_rto_delta_us`), not from now. So
+    /// when ACKs stop while the application keeps writing, the probe fires
+    /// where the RTO would, resending the segment written last, which may
+    /// have left just before; its duplicate comes back as a D-SACK.
+    /// Off: capped by the RTO from now (RFC 8985 §7.2 read literally).
+    #[serde(default)]
+    pub tlp_rto_from_head: bool,
 }
 
 /// Everything that shapes one endpoint's behaviour.
@@ -261,6 +270,7 @@ impl TcpConfig {
             rack: Some(RackConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),
+                tlp_rto_from_head: true,
             }),
             ..TcpConfig::linux_2_6_23()
         }

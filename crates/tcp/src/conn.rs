@@ -299,6 +299,11 @@ impl TcpConnection {
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }
+    /// Whether RACK has seen reordering (`RACK.reordering_seen`, Linux
+    /// `reord_seen`): its window then stays open in recovery.
+    pub fn reordering_seen(&self) -> bool {
+        self.rack.as_ref().is_some_and(|r| r.reordering_seen)
+    }
     /// Congestion window in bytes (packets × MSS when counting packets).
     pub fn cwnd_bytes(&self) -> u64 {
         self.to_bytes(self.cwnd)

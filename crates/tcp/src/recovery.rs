@@ -31,6 +31,19 @@ use thinstream_base::drive::AppEvent;
 use thinstream_base::trace::{Record, SentData, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
+/// What (re)arms the retransmission timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rearm {
+    /// An ACK advanced the cumulative ACK: restart the RTO (RFC 6298 §5.3).
+    Advanced,
+    /// An ACK SACKed new data: reschedule the probe (RFC 8985 §7.2).
+    Sacked,
+    /// New data was sent: reschedule the probe.
+    NewData,
+    /// Nothing was sent but data is outstanding with no timer running.
+    Idle,
+}
+
 trait ElapsedSince {
     fn is_none_or_elapsed(&self, now: Instant, gap: Duration) -> bool;
 }
@@ -260,14 +273,14 @@ impl TcpConnection {
             return;
         }
         if advanced {
-            self.rearm_timer(now, true, false);
+            self.rearm_timer(now, Rearm::Advanced);
             if self.blocked_writer && self.sq.buffered() < u64::from(self.cfg.snd_buf) {
                 self.blocked_writer = false;
                 self.app.push_back(AppEvent::Writable);
             }
         } else if newly_sacked > 0 && self.rack.is_some() {
             // RFC 8985 §7.2: reschedule the probe timer on ACKs that deliver data.
-            self.rearm_timer(now, false, true);
+            self.rearm_timer(now, Rearm::Sacked);
         }
     }
 
@@ -585,15 +598,25 @@ impl TcpConnection {
         self.transmit(now);
     }
 
-    /// (Re)arms the retransmission timer. `restart` restarts a running RTO
-    /// (RFC 6298 §5.3); `probe` reschedules a tail loss probe.
-    pub(crate) fn rearm_timer(&mut self, now: Instant, restart: bool, probe: bool) {
+    /// (Re)arms the retransmission timer after `why` (see [`Rearm`]).
+    pub(crate) fn rearm_timer(&mut self, now: Instant, why: Rearm) {
         if self.sq.rtx.is_empty() {
             self.rtx_timer = None;
             return;
         }
-        let rto_deadline = match self.rtx_timer {
-            Some((t, TimerKind::Rto)) if !restart => t,
+        let restart = why == Rearm::Advanced;
+        // Linux (`tcp_rto_delta_us`): after new data the RTO counts from the
+        // last transmission of the oldest outstanding segment, not from now.
+        let head_rto = match self.cfg.rack {
+            Some(r) if r.tlp_rto_from_head && why == Rearm::NewData => {
+                self.sq.rtx.front().map(|s| s.xmit + self.rtt.rto())
+            }
+            _ => None,
+        };
+        let rto_deadline = match (self.rtx_timer, head_rto) {
+            (Some((t, TimerKind::Rto)), _) if !restart => t,
+            // Linux `tcp_rearm_rto` with a probe pending: at least one tick.
+            (Some((_, TimerKind::Pto)), Some(h)) => h.max(now),
             _ => now + self.rtt.rto(),
         };
         let tlp = self.cfg.rack.is_some_and(|r| r.tlp)
@@ -602,7 +625,7 @@ impl TcpConnection {
             && self.tlp_high_seq.is_none()
             && self.state == State::Established;
         if let (true, Some(srtt)) = (tlp, self.rtt.srtt()) {
-            if restart || probe || self.rtx_timer.is_none() {
+            if why != Rearm::Idle || self.rtx_timer.is_none() {
                 let mut pto = srtt * 2;
                 if self.sq.rtx.len() == 1 {
                     pto += self
@@ -610,8 +633,15 @@ impl TcpConnection {
                         .rack
                         .map_or(Duration::ZERO, |r| r.tlp_max_ack_delay);
                 }
-                let pto_deadline = (now + pto).min(rto_deadline);
-                self.rtx_timer = Some((pto_deadline, TimerKind::Pto));
+                // RFC 8985 §7.2: never later than the RTO. Linux
+                // (`tcp_schedule_loss_probe`) caps a probe armed by new
+                // data at the head's RTO only while that is still ahead.
+                let cap = match head_rto {
+                    Some(h) if h > now => h,
+                    Some(_) => now + pto,
+                    None => rto_deadline,
+                };
+                self.rtx_timer = Some(((now + pto).min(cap), TimerKind::Pto));
                 return;
             }
         }
@@ -694,9 +724,9 @@ impl TcpConnection {
             sent_new = true;
         }
         if sent_new {
-            self.rearm_timer(now, false, true);
+            self.rearm_timer(now, Rearm::NewData);
         } else if self.rtx_timer.is_none() && !self.sq.rtx.is_empty() {
-            self.rearm_timer(now, false, false);
+            self.rearm_timer(now, Rearm::Idle);
         }
     }
 
