@@ -59,6 +59,14 @@ pub struct RackConfig {
     /// Off: capped by the RTO from now (RFC 8985 §7.2 read literally).
     #[serde(default)]
     pub tlp_rto_from_head: bool,
+    /// The reordering window grows by `min_rtt / 4` per round trip with a
+    /// D-SACK, up to SRTT, once reordering has been seen, and falls back
+    /// after 16 recoveries without one (RFC 8985 §6.2 step 4
+    /// `RACK.reo_wnd_mult`, as Linux 6.x `tcp_rack_update_reo_wnd` and
+    /// `tcp_dsack_seen`). Needs D-SACK (`TcpConfig::dsack`). Off: always
+    /// `min_rtt / 4`.
+    #[serde(default)]
+    pub adaptive_reo_wnd: bool,
 }
 
 /// Everything that shapes one endpoint's behaviour.
@@ -271,6 +279,7 @@ impl TcpConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),
                 tlp_rto_from_head: true,
+                adaptive_reo_wnd: true,
             }),
             ..TcpConfig::linux_2_6_23()
         }

@@ -139,6 +139,8 @@ pub struct TcpConnection {
     /// Consecutive retransmission timeouts (Linux `icsk_retransmits`).
     pub(crate) retransmits: u32,
     pub(crate) tlp_high_seq: Option<u64>,
+    /// Segments reported duplicate by D-SACKs (Linux `dsack_dups`).
+    pub(crate) dsack_dups: u64,
     /// Last ACK sent in answer to an unacceptable ACK (rate limit).
     pub(crate) last_challenge_ack: Option<Instant>,
     // Timers.
@@ -235,6 +237,7 @@ impl TcpConnection {
             prior_cwnd: 0,
             retransmits: 0,
             tlp_high_seq: None,
+            dsack_dups: 0,
             last_challenge_ack: None,
             rtx_timer: None,
             reo_timer: None,

@@ -124,26 +124,15 @@ impl TcpConnection {
         if let Some(rack) = self.rack.as_mut() {
             rack.start_ack();
         }
-        // D-SACK above the cumulative ACK (RFC 2883 §4: the first block lies
-        // within the second): Linux (`tcp_check_dsack`, `tcp_sacktag_one`,
-        // `tcp_check_sack_reordering`) counts one that covers a
-        // retransmitted segment already SACKed before this ACK as
-        // reordering.
-        if self.cfg.dsack && sack.len() > 1 {
-            let ((l0, r0), (l1, r1)) = (sack[0], sack[1]);
-            if l0 >= ack && l0 >= l1 && r0 <= r1 {
-                let resent_and_sacked =
-                    self.sq.rtx.iter().any(|s| {
-                        s.retransmitted && s.sacked && s.seq_start() < r0 && s.seq_end() > l0
-                    });
-                if let (true, Some(rack)) = (resent_and_sacked, self.rack.as_mut()) {
-                    rack.note_reordering(l0);
-                }
-            }
+        if self.cfg.dsack {
+            self.on_dsack(ack, sack);
         }
         // SACK blocks (RFC 2018): mark whole segments, record first acknowledgement.
         let mut newly_sacked = 0u64;
         let mut newly_sacked_units = 0u64;
+        // The send time of the most recently sent segment this ACK delivers
+        // (RACK's adaptive window counts round trips by it).
+        let mut newest_delivered: Option<Instant> = None;
         for &(l, r) in sack {
             if r <= ack {
                 continue; // D-SACK or stale block
@@ -152,6 +141,7 @@ impl TcpConnection {
                 newly_sacked += 1;
                 let s = self.sq.rtx[i].clone();
                 newly_sacked_units += s.amount(self.cfg.cwnd_unit);
+                newest_delivered = newest_delivered.max(Some(s.xmit));
                 if let Some(rack) = self.rack.as_mut() {
                     rack.on_delivered(
                         now,
@@ -203,6 +193,7 @@ impl TcpConnection {
                         CwndUnit::Packets => u64::from(a.whole),
                         CwndUnit::Bytes => a.end - a.start,
                     };
+                    newest_delivered = newest_delivered.max(Some(a.xmit));
                     if let Some(rack) = self.rack.as_mut() {
                         rack.on_delivered(
                             now,
@@ -259,6 +250,9 @@ impl TcpConnection {
             }
         }
 
+        if let Some(rack) = self.rack.as_mut() {
+            rack.update_reo_wnd(now, newest_delivered);
+        }
         let lost_before = self.lost_count();
         self.update_recovery(now, advanced, is_dupack, acked_packets, newly_sacked);
         if self.cfg.prr && self.ca == CaState::Recovery {
@@ -324,6 +318,7 @@ impl TcpConnection {
             self.reno_sacked = 0;
             self.dupacks = 0;
             if self.ca != CaState::Open {
+                self.end_recovery_episode();
                 self.exit_recovery();
             }
             return;
@@ -367,6 +362,7 @@ impl TcpConnection {
         match self.ca {
             CaState::Recovery => {
                 if self.snd_una >= self.recovery_point {
+                    self.end_recovery_episode();
                     self.exit_recovery();
                     self.open_or_recover(now, newly_sacked, rack_marked);
                 } else if advanced && !self.sack_ok {
@@ -380,12 +376,60 @@ impl TcpConnection {
             }
             CaState::Loss => {
                 if self.snd_una >= self.high_seq {
+                    self.end_recovery_episode();
                     self.ca = CaState::Open;
                     self.open_or_recover(now, newly_sacked, rack_marked);
                 }
             }
             CaState::Open | CaState::Disorder => {
                 self.open_or_recover(now, newly_sacked, rack_marked)
+            }
+        }
+    }
+
+    /// A D-SACK (RFC 2883) in this ACK's SACK blocks, as Linux reads one
+    /// (`tcp_check_dsack`): a first block below the cumulative ACK, or
+    /// within the second. One whose data was never retransmitted (more
+    /// duplicates reported than segments resent) is ignored. Above the
+    /// cumulative ACK, a D-SACK covering a retransmitted segment already
+    /// SACKed before this ACK is reordering (`tcp_sacktag_one`,
+    /// `tcp_check_sack_reordering`).
+    fn on_dsack(&mut self, ack: u64, sack: &[(u64, u64)]) {
+        let Some(&(l0, r0)) = sack.first() else {
+            return;
+        };
+        let within_second = sack.get(1).is_some_and(|&(l1, r1)| l0 >= l1 && r0 <= r1);
+        if l0 >= r0 || !(l0 < ack || within_second) {
+            return;
+        }
+        let len = r0 - l0;
+        self.dsack_dups += len.div_ceil(self.mss).max(1);
+        if self.dsack_dups > self.stats.retransmissions {
+            return;
+        }
+        let of_probe = len <= self.mss && self.tlp_high_seq == Some(r0);
+        let resent_and_sacked = l0 >= ack
+            && self
+                .sq
+                .rtx
+                .iter()
+                .any(|s| s.retransmitted && s.sacked && s.seq_start() < r0 && s.seq_end() > l0);
+        if let Some(rack) = self.rack.as_mut() {
+            if self.cfg.rack.is_some_and(|r| r.adaptive_reo_wnd) {
+                rack.on_dsack(of_probe);
+            }
+            if resent_and_sacked {
+                rack.note_reordering(l0);
+            }
+        }
+    }
+
+    /// A fast recovery or a timeout recovery ends (Linux
+    /// `tcp_try_undo_recovery`; the model has no undo).
+    fn end_recovery_episode(&mut self) {
+        if matches!(self.ca, CaState::Recovery | CaState::Loss) {
+            if let Some(rack) = self.rack.as_mut() {
+                rack.on_recovery_end();
             }
         }
     }

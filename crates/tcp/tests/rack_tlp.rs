@@ -219,7 +219,8 @@ fn probe_behind_writes(from_head: bool) -> (Vec<(Instant, TxReason)>, bool) {
     net.drop_rule = Some(Box::new(|p| {
         let ack_of = |t: u64| p.from == 1 && p.time == at(t + 50);
         (p.from == 0 && p.units == Some((500, 600)) && p.time < at(1500))
-            || ack_of(1360) || ack_of(1540)
+            || ack_of(1360)
+            || ack_of(1540)
     }));
     net.run_until(at(1000));
     for i in 0..12u64 {
