@@ -262,8 +262,7 @@ impl TcpConfig {
     /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
     /// retransmission collapsing, PRR in recovery (RFC 6937), D-SACK (RFC 2883)
     /// with RACK's reordering rules for it, the probe capped at the oldest
-    /// segment's RTO. Reno congestion
-    /// control (CUBIC is not modelled).
+    /// segment's RTO. Reno congestion control (CUBIC is not modelled).
     /// The receiver acknowledges a small pushed segment when the application
     /// reads it (`ack_pushed_on_read`, Linux `tcp_cleanup_rbuf`): a capture of
     /// Linux 6.18 on the bench workload shows 88 % of the data segments

@@ -222,11 +222,7 @@ fn probe_behind_writes(from_head: bool) -> (Vec<(Instant, TxReason)>, bool) {
             || ack_of(1360)
             || ack_of(1540)
     }));
-    net.run_until(at(1000));
-    for i in 0..12u64 {
-        net.run_until(at(1000 + 90 * i));
-        net.send(0, &[i as u8; 100]);
-    }
+    net.send_every(0, at(1000), ms(90), 12);
     net.run_until(at(3000));
     assert_eq!(net.rx[1].len(), 1200);
     (net.sends_of(0, 700), net.eps[0].reordering_seen())
