@@ -307,6 +307,18 @@ impl TcpConnection {
     pub fn reordering_seen(&self) -> bool {
         self.rack.as_ref().is_some_and(|r| r.reordering_seen)
     }
+    /// RACK's reordering window in recovery now (`None` without RACK).
+    pub fn reordering_window_in_recovery(&self) -> Option<Duration> {
+        self.rack.as_ref().map(|r| {
+            r.reo_wnd(
+                true,
+                self.sq.sacked_count(),
+                u64::from(self.cfg.dupthresh),
+                self.rtt.min_rtt(),
+                self.rtt.srtt(),
+            )
+        })
+    }
     /// Congestion window in bytes (packets × MSS when counting packets).
     pub fn cwnd_bytes(&self) -> u64 {
         self.to_bytes(self.cwnd)
