@@ -50,6 +50,23 @@ pub struct RackConfig {
     /// Worst-case delayed-ACK time added to the PTO when one segment is in
     /// flight (RFC 8985 §7.2 `WCDelAckT`; Linux adds `TCP_RTO_MIN` = 200 ms).
     pub tlp_max_ack_delay: Duration,
+    /// A probe timer armed by sending new data is capped by the RTO counted
+    /// from the last transmission of the oldest outstanding segment (Linux
+    /// `tcp_schedule_loss_probe` with `tcp_rto_delta_us`), not from now. So
+    /// when ACKs stop while the application keeps writing, the probe fires
+    /// where the RTO would, resending the segment written last, which may
+    /// have left just before; its duplicate comes back as a D-SACK.
+    /// Off: capped by the RTO from now (RFC 8985 §7.2 read literally).
+    #[serde(default)]
+    pub tlp_rto_from_head: bool,
+    /// The reordering window grows by `min_rtt / 4` per round trip with a
+    /// D-SACK, up to SRTT, once reordering has been seen, and falls back
+    /// after 16 recoveries without one (RFC 8985 §6.2 step 4
+    /// `RACK.reo_wnd_mult`, as Linux 6.x `tcp_rack_update_reo_wnd` and
+    /// `tcp_dsack_seen`). Needs D-SACK (`TcpConfig::dsack`). Off: always
+    /// `min_rtt / 4`.
+    #[serde(default)]
+    pub adaptive_reo_wnd: bool,
 }
 
 /// Everything that shapes one endpoint's behaviour.
@@ -97,6 +114,14 @@ pub struct TcpConfig {
     /// Off: `cwnd = ssthresh` for the whole recovery (RFC 6675 §5).
     #[serde(default)]
     pub prr: bool,
+    /// D-SACK (RFC 2883). The receiver reports a duplicate segment in the
+    /// first SACK block of its next ACK (Linux `tcp_dsack_set`); the sender
+    /// counts a D-SACK of a retransmitted segment it had already seen
+    /// SACKed above the cumulative ACK as reordering (Linux
+    /// `tcp_sacktag_one`), which RACK never forgets: its reordering window
+    /// then stays `min_rtt / 4` in recovery too.
+    #[serde(default)]
+    pub dsack: bool,
     /// RACK-TLP loss detection; `None` uses DupThresh / RFC 6675 `IsLost`.
     pub rack: Option<RackConfig>,
     /// Receive buffer (the advertised window), bytes.
@@ -200,6 +225,7 @@ impl TcpConfig {
             ack_pushed_on_read: false,
             retrans_collapse: false,
             prr: false,
+            dsack: false,
             rack: None,
             rcv_buf: 256 * 1024,
             snd_buf: 256 * 1024,
@@ -234,8 +260,9 @@ impl TcpConfig {
 
     /// Current Linux loss recovery (`tcp_recovery=1`, `tcp_early_retrans=3`):
     /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
-    /// retransmission collapsing, PRR in recovery (RFC 6937). Reno congestion
-    /// control (CUBIC is not modelled).
+    /// retransmission collapsing, PRR in recovery (RFC 6937), D-SACK (RFC 2883)
+    /// with RACK's reordering rules for it, the probe capped at the oldest
+    /// segment's RTO. Reno congestion control (CUBIC is not modelled).
     /// The receiver acknowledges a small pushed segment when the application
     /// reads it (`ack_pushed_on_read`, Linux `tcp_cleanup_rbuf`): a capture of
     /// Linux 6.18 on the bench workload shows 88 % of the data segments
@@ -248,9 +275,12 @@ impl TcpConfig {
             initial_rto: Duration::from_secs(1),
             retrans_collapse: true,
             prr: true,
+            dsack: true,
             rack: Some(RackConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),
+                tlp_rto_from_head: true,
+                adaptive_reo_wnd: true,
             }),
             ..TcpConfig::linux_2_6_23()
         }

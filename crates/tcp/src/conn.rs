@@ -139,6 +139,8 @@ pub struct TcpConnection {
     /// Consecutive retransmission timeouts (Linux `icsk_retransmits`).
     pub(crate) retransmits: u32,
     pub(crate) tlp_high_seq: Option<u64>,
+    /// Segments reported duplicate by D-SACKs (Linux `dsack_dups`).
+    pub(crate) dsack_dups: u64,
     /// Last ACK sent in answer to an unacceptable ACK (rate limit).
     pub(crate) last_challenge_ack: Option<Instant>,
     // Timers.
@@ -198,6 +200,7 @@ impl TcpConnection {
                 cfg.delayed_ack,
                 cfg.quickack_initial,
                 cfg.ack_pushed_on_read,
+                cfg.dsack,
             ),
             cwnd: 0,
             ssthresh: u64::MAX / 4,
@@ -234,6 +237,7 @@ impl TcpConnection {
             prior_cwnd: 0,
             retransmits: 0,
             tlp_high_seq: None,
+            dsack_dups: 0,
             last_challenge_ack: None,
             rtx_timer: None,
             reo_timer: None,
@@ -297,6 +301,23 @@ impl TcpConnection {
     }
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
+    }
+    /// Whether RACK has seen reordering (`RACK.reordering_seen`, Linux
+    /// `reord_seen`): its window then stays open in recovery.
+    pub fn reordering_seen(&self) -> bool {
+        self.rack.as_ref().is_some_and(|r| r.reordering_seen)
+    }
+    /// RACK's reordering window in recovery now (`None` without RACK).
+    pub fn reordering_window_in_recovery(&self) -> Option<Duration> {
+        self.rack.as_ref().map(|r| {
+            r.reo_wnd(
+                true,
+                self.sq.sacked_count(),
+                u64::from(self.cfg.dupthresh),
+                self.rtt.min_rtt(),
+                self.rtt.srtt(),
+            )
+        })
     }
     /// Congestion window in bytes (packets × MSS when counting packets).
     pub fn cwnd_bytes(&self) -> u64 {

@@ -80,7 +80,7 @@
 //! |---|---|---|---|---|---|---|---|
 //! | `newreno` | RFC 6298, min 1 s | 1 s | RFC 3390 | bytes | SACK `IsLost` (RFC 6675), New Reno without SACK | 200 ms | Karn, no timestamps |
 //! | `linux-2.6.23` | SRTT + RTTVAR (≥ 200 ms) | 3 s | RFC 3390 | packets | as `newreno` | 40 ms, 16 quick ACKs | timestamps |
-//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP, PRR in recovery | 40 ms, 16 quick ACKs, ACK on reading a small pushed segment | timestamps |
+//! | `linux-modern` | SRTT + RTTVAR (≥ 200 ms) | 1 s | 10 | packets | RACK-TLP with D-SACK, PRR in recovery | 40 ms, 16 quick ACKs, ACK on reading a small pushed segment | timestamps |
 //!
 //! Flags: `+lt` linear timeouts, `+ltcap=N` linear for N timeouts then
 //! backoff (Linux mainline uses 6), `+mfr` modified fast retransmit, `+rdb`
@@ -115,7 +115,7 @@
 //!   TIME-WAIT is for. With `close_on_peer_fin` (default) an endpoint closes
 //!   its side when the peer's FIN arrives.
 //! - Not modelled: simultaneous open, RST generation, urgent data, PAWS,
-//!   D-SACK and undo (Eifel, F-RTO), zero-window probing (the model's
+//!   undo (Eifel, F-RTO, D-SACK undo), zero-window probing (the model's
 //!   application reads at once, so the window is the whole buffer),
 //!   restart-after-idle, Nagle (always off, as `TCP_NODELAY`), TSO/GSO.
 //! - Congestion control is Reno/New Reno AIMD (CUBIC is out of scope); in
@@ -137,6 +137,15 @@
 //!   `FastRetransmit` (not `EarlyRetransmit`); TLP's own loss detection
 //!   (RFC 8985 §7.4) is omitted. The reordering window is `min_rtt/4`, zero
 //!   before reordering is seen once DupThresh segments are SACKed or in recovery.
+//! - D-SACK (RFC 2883; `dsack`, on in `linux-modern`): the receiver reports
+//!   a duplicate in the first SACK block of its next ACK. `linux-modern`'s
+//!   sender uses it only as Linux's RACK does: a D-SACK of a retransmitted
+//!   segment already SACKed counts as reordering, and after reordering
+//!   D-SACKs widen the reordering window by `min_rtt/4` per round trip up
+//!   to SRTT for 16 recoveries (`RackConfig::adaptive_reo_wnd`). A probe
+//!   armed by new data is capped by the RTO of the oldest outstanding
+//!   segment, not the RTO from now (`RackConfig::tlp_rto_from_head`, Linux
+//!   `tcp_schedule_loss_probe`).
 //! - Linear timeouts apply only in ESTABLISHED (002 §4.1.3), like the patch.
 
 pub mod config;

@@ -20,7 +20,20 @@ pub(crate) struct Rack {
     prior_fack: u64,
     /// `RACK.reordering_seen`.
     pub(crate) reordering_seen: bool,
+    /// `RACK.reo_wnd_mult` (Linux `reo_wnd_steps`); 0 stands for 1.
+    reo_wnd_mult: u32,
+    /// A D-SACK arrived that may widen the window (Linux `rack.dsack_seen`).
+    dsack_round: bool,
+    /// When the multiplier last grew: it grows at most once per round trip.
+    last_grow: Option<Instant>,
+    /// Recoveries left before the multiplier falls back to 1
+    /// (`RACK.reo_wnd_persist`).
+    persist: u32,
 }
+
+/// Recoveries a widened reordering window lasts (RFC 8985 §6.2 step 4,
+/// Linux `TCP_RACK_RECOVERY_THRESH`).
+const REO_WND_PERSIST: u32 = 16;
 
 /// RFC 8985 `RACK_sent_after`, with ties of time broken by transmission
 /// order. The RFC breaks them by sequence number, which is the same order
@@ -43,6 +56,53 @@ impl Rack {
     /// own ACK was lost while SACKing past a hole is not reordering.
     pub(crate) fn start_ack(&mut self) {
         self.prior_fack = self.fack;
+    }
+
+    /// Reordering reported another way (a D-SACK of a retransmitted
+    /// segment already SACKed, starting at `seq`): seen if below the
+    /// highest SACKed sequence (Linux `tcp_check_sack_reordering`).
+    pub(crate) fn note_reordering(&mut self, seq: u64) {
+        if seq < self.fack {
+            self.reordering_seen = true;
+        }
+    }
+
+    /// A D-SACK arrived (RFC 8985 §6.2 step 4). As Linux 6.x
+    /// (`tcp_dsack_seen`), it widens the window only when reordering was
+    /// seen before this ACK and it does not answer a tail loss probe (a
+    /// timer, not RACK, sent that copy).
+    pub(crate) fn on_dsack(&mut self, of_probe: bool) {
+        if self.reordering_seen && !of_probe {
+            self.dsack_round = true;
+        }
+    }
+
+    /// After an ACK's deliveries (Linux `tcp_rack_update_reo_wnd`):
+    /// `newest` is the send time of the most recently sent segment it newly
+    /// delivered (`None`: it delivered nothing, and nothing changes). A
+    /// pending D-SACK adds one `min_rtt / 4` step unless that segment left
+    /// before the last step (once per round trip), and keeps the window for
+    /// the next 16 recoveries; when they are spent, it falls back to one step.
+    pub(crate) fn update_reo_wnd(&mut self, now: Instant, newest: Option<Instant>) {
+        let Some(newest) = newest else {
+            return;
+        };
+        if self.last_grow.is_some_and(|g| newest < g) {
+            self.dsack_round = false;
+        }
+        if self.dsack_round {
+            self.reo_wnd_mult = (self.reo_wnd_mult.max(1) + 1).min(255);
+            self.dsack_round = false;
+            self.last_grow = Some(now);
+            self.persist = REO_WND_PERSIST;
+        } else if self.persist == 0 {
+            self.reo_wnd_mult = 1;
+        }
+    }
+
+    /// A recovery (fast or after a timeout) ended.
+    pub(crate) fn on_recovery_end(&mut self) {
+        self.persist = self.persist.saturating_sub(1);
     }
 
     /// §6.2 steps 1-3 for one newly delivered (cumulatively or selectively
@@ -89,7 +149,9 @@ impl Rack {
         if !self.reordering_seen && (in_recovery || sacked >= dupthresh) {
             return Duration::ZERO;
         }
-        let w = min_rtt.map_or(Duration::ZERO, |m| m / 4);
+        let w = min_rtt.map_or(Duration::ZERO, |m| {
+            m / 4 * u64::from(self.reo_wnd_mult.max(1))
+        });
         match srtt {
             Some(s) => w.min(s),
             None => w,
@@ -134,6 +196,67 @@ mod tests {
 
     fn t(ms: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_d_sack_below_the_highest_sack_is_reordering() {
+        let mut rack = Rack::default();
+        rack.start_ack();
+        rack.on_delivered(t(120), t(20), 3, 300, false, None);
+        rack.note_reordering(300);
+        assert!(!rack.reordering_seen, "not below the highest SACK");
+        rack.note_reordering(200);
+        assert!(rack.reordering_seen);
+        assert_eq!(
+            rack.reo_wnd(true, 1, 3, Some(Duration::from_millis(100)), None),
+            Duration::from_millis(25)
+        );
+    }
+
+    #[test]
+    fn d_sacks_after_reordering_widen_the_window_once_per_round_trip_for_16_recoveries() {
+        let min_rtt = Some(Duration::from_millis(100));
+        let srtt = Some(Duration::from_millis(110));
+        let wnd = |r: &Rack| r.reo_wnd(true, 1, 3, min_rtt, srtt);
+        let mut rack = Rack::default();
+        // Before any reordering a D-SACK changes nothing.
+        rack.on_dsack(false);
+        rack.update_reo_wnd(t(100), Some(t(0)));
+        assert_eq!(wnd(&rack), Duration::ZERO);
+        rack.reordering_seen = true;
+        assert_eq!(wnd(&rack), Duration::from_millis(25));
+        // The D-SACK of a probe does not count.
+        rack.on_dsack(true);
+        rack.update_reo_wnd(t(200), Some(t(100)));
+        assert_eq!(wnd(&rack), Duration::from_millis(25));
+        // Another one does: 50 ms.
+        rack.on_dsack(false);
+        rack.update_reo_wnd(t(300), Some(t(200)));
+        assert_eq!(wnd(&rack), Duration::from_millis(50));
+        // A second D-SACK for data sent before that step: same round trip.
+        rack.on_dsack(false);
+        rack.update_reo_wnd(t(310), Some(t(250)));
+        assert_eq!(wnd(&rack), Duration::from_millis(50));
+        // An ACK that delivers nothing leaves it pending; the next round does count.
+        rack.on_dsack(false);
+        rack.update_reo_wnd(t(400), None);
+        rack.update_reo_wnd(t(420), Some(t(320)));
+        assert_eq!(wnd(&rack), Duration::from_millis(75));
+        // Never beyond SRTT.
+        for k in 0..3 {
+            rack.on_dsack(false);
+            rack.update_reo_wnd(t(500 + 100 * k), Some(t(450 + 100 * k)));
+        }
+        assert_eq!(wnd(&rack), Duration::from_millis(110));
+        // 16 recoveries without a D-SACK: back to one step.
+        for _ in 0..15 {
+            rack.on_recovery_end();
+        }
+        rack.update_reo_wnd(t(900), Some(t(850)));
+        assert_eq!(wnd(&rack), Duration::from_millis(110));
+        rack.on_recovery_end();
+        rack.update_reo_wnd(t(1000), Some(t(950)));
+        assert_eq!(wnd(&rack), Duration::from_millis(25));
     }
 
     #[test]

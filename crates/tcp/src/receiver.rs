@@ -58,6 +58,11 @@ pub(crate) struct Receiver {
     /// The buffer of the last outcome's `arrived`, handed back by
     /// [`Receiver::recycle`] to be reused (no allocation per segment).
     spare_arrived: Vec<(u64, u64, bool)>,
+    /// D-SACK (RFC 2883) on: a duplicate segment is reported in the first
+    /// SACK block of the next ACK (Linux `tcp_dsack_set`).
+    dsack_on: bool,
+    /// The duplicate range to report, until an ACK carries it.
+    dsack: Option<(u64, u64)>,
 }
 
 impl Receiver {
@@ -66,6 +71,7 @@ impl Receiver {
         delayed_ack: Option<Duration>,
         quickack: u32,
         ack_pushed_on_read: bool,
+        dsack_on: bool,
     ) -> Receiver {
         Receiver {
             rcv_nxt: 0,
@@ -89,6 +95,8 @@ impl Receiver {
             ts_recent: None,
             last_ack_sent: 0,
             spare_arrived: Vec::new(),
+            dsack_on,
+            dsack: None,
         }
     }
 
@@ -158,10 +166,13 @@ impl Receiver {
         // Split [seq, kept_end) into duplicate and new pieces (nothing left
         // after the in-order case).
         let mut pos = if data.is_empty() { seq } else { kept_end };
+        // The duplicate bytes of this segment (D-SACK).
+        let mut dup: Option<(u64, u64)> = None;
         while pos < kept_end {
             if pos < self.rcv_nxt {
                 let e = kept_end.min(self.rcv_nxt);
                 out.arrived.push((pos - 1, e - 1, true));
+                dup = Some(dup.map_or((pos, e), |(l, r): (u64, u64)| (l.min(pos), r.max(e))));
                 pos = e;
                 continue;
             }
@@ -175,6 +186,7 @@ impl Receiver {
             if let Some((_, e)) = covering {
                 let e = e.min(kept_end);
                 out.arrived.push((pos - 1, e - 1, true));
+                dup = Some(dup.map_or((pos, e), |(l, r): (u64, u64)| (l.min(pos), r.max(e))));
                 pos = e;
                 continue;
             }
@@ -195,6 +207,9 @@ impl Receiver {
             pos = e;
         }
         merge_adjacent_pieces(&mut out.arrived);
+        if self.dsack_on && dup.is_some() {
+            self.dsack = dup;
+        }
         if fin && kept_end == end && self.fin.is_none() {
             self.fin = Some(end);
         }
@@ -312,15 +327,19 @@ impl Receiver {
         Some((start, end))
     }
 
-    /// SACK blocks to report now (offsets), most recent first, at most `max`.
+    /// SACK blocks to report now (offsets), most recent first, at most
+    /// `max`; a pending D-SACK first (RFC 2883 §4).
     pub(crate) fn sack_blocks(&self, max: usize) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
-        if self.sack_recent.is_empty() {
+        if let Some(d) = self.dsack {
+            out.push(d);
+        }
+        if self.sack_recent.is_empty() || out.len() >= max {
             return out;
         }
         for &(s, _) in &self.sack_recent {
             if let Some(b) = self.block_containing(s.max(self.rcv_nxt)) {
-                if !out.contains(&b) {
+                if !out[usize::from(self.dsack.is_some())..].contains(&b) {
                     out.push(b);
                 }
             }
@@ -333,6 +352,7 @@ impl Receiver {
 
     /// An ACK (pure or piggybacked) is being sent now.
     pub(crate) fn on_ack_sent(&mut self) {
+        self.dsack = None;
         self.ack_now = false;
         self.delack_deadline = None;
         self.pending_bytes = 0;
@@ -393,8 +413,38 @@ fn merge_adjacent_pieces(v: &mut Vec<(u64, u64, bool)>) {
 mod tests {
     use super::*;
 
+    fn rx_dsack() -> Receiver {
+        let mut r = Receiver::new(10_000, Some(Duration::from_millis(40)), 0, false, true);
+        r.on_syn();
+        r
+    }
+
+    #[test]
+    fn a_duplicate_is_reported_first_as_a_d_sack_once() {
+        let now = Instant::ZERO;
+        let rto = Duration::from_millis(200);
+        let mut r = rx_dsack();
+        r.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        // 101..201 is lost; 201..301 arrives, then is sent again.
+        r.on_segment(now, 201, vec![0u8; 100], false, true, rto);
+        assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
+        r.on_ack_sent();
+        r.on_segment(now, 201, vec![0u8; 100], false, true, rto);
+        assert_eq!(r.sack_blocks(3), vec![(201, 301), (201, 301)]);
+        r.on_ack_sent();
+        assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
+        // Below rcv_nxt: the first segment again.
+        r.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        assert_eq!(r.sack_blocks(3), vec![(1, 101), (201, 301)]);
+        // Without D-SACK, nothing of the kind.
+        let mut plain = rx();
+        plain.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        plain.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        assert!(plain.sack_blocks(3).is_empty());
+    }
+
     fn rx() -> Receiver {
-        let mut r = Receiver::new(10_000, Some(Duration::from_millis(40)), 0, false);
+        let mut r = Receiver::new(10_000, Some(Duration::from_millis(40)), 0, false, false);
         r.on_syn();
         r
     }

@@ -31,6 +31,19 @@ use thinstream_base::drive::AppEvent;
 use thinstream_base::trace::{Record, SentData, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
+/// What (re)arms the retransmission timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rearm {
+    /// An ACK advanced the cumulative ACK: restart the RTO (RFC 6298 §5.3).
+    Advanced,
+    /// An ACK SACKed new data: reschedule the probe (RFC 8985 §7.2).
+    Sacked,
+    /// New data was sent: reschedule the probe.
+    NewData,
+    /// Nothing was sent but data is outstanding with no timer running.
+    Idle,
+}
+
 trait ElapsedSince {
     fn is_none_or_elapsed(&self, now: Instant, gap: Duration) -> bool;
 }
@@ -111,9 +124,15 @@ impl TcpConnection {
         if let Some(rack) = self.rack.as_mut() {
             rack.start_ack();
         }
+        if self.cfg.dsack {
+            self.on_dsack(ack, sack);
+        }
         // SACK blocks (RFC 2018): mark whole segments, record first acknowledgement.
         let mut newly_sacked = 0u64;
         let mut newly_sacked_units = 0u64;
+        // The send time of the most recently sent segment this ACK delivers
+        // (RACK's adaptive window counts round trips by it).
+        let mut newest_delivered: Option<Instant> = None;
         for &(l, r) in sack {
             if r <= ack {
                 continue; // D-SACK or stale block
@@ -122,6 +141,7 @@ impl TcpConnection {
                 newly_sacked += 1;
                 let s = self.sq.rtx[i].clone();
                 newly_sacked_units += s.amount(self.cfg.cwnd_unit);
+                newest_delivered = newest_delivered.max(Some(s.xmit));
                 if let Some(rack) = self.rack.as_mut() {
                     rack.on_delivered(
                         now,
@@ -173,6 +193,7 @@ impl TcpConnection {
                         CwndUnit::Packets => u64::from(a.whole),
                         CwndUnit::Bytes => a.end - a.start,
                     };
+                    newest_delivered = newest_delivered.max(Some(a.xmit));
                     if let Some(rack) = self.rack.as_mut() {
                         rack.on_delivered(
                             now,
@@ -229,6 +250,9 @@ impl TcpConnection {
             }
         }
 
+        if let Some(rack) = self.rack.as_mut() {
+            rack.update_reo_wnd(now, newest_delivered);
+        }
         let lost_before = self.lost_count();
         self.update_recovery(now, advanced, is_dupack, acked_packets, newly_sacked);
         if self.cfg.prr && self.ca == CaState::Recovery {
@@ -243,14 +267,14 @@ impl TcpConnection {
             return;
         }
         if advanced {
-            self.rearm_timer(now, true, false);
+            self.rearm_timer(now, Rearm::Advanced);
             if self.blocked_writer && self.sq.buffered() < u64::from(self.cfg.snd_buf) {
                 self.blocked_writer = false;
                 self.app.push_back(AppEvent::Writable);
             }
         } else if newly_sacked > 0 && self.rack.is_some() {
             // RFC 8985 §7.2: reschedule the probe timer on ACKs that deliver data.
-            self.rearm_timer(now, false, true);
+            self.rearm_timer(now, Rearm::Sacked);
         }
     }
 
@@ -294,6 +318,7 @@ impl TcpConnection {
             self.reno_sacked = 0;
             self.dupacks = 0;
             if self.ca != CaState::Open {
+                self.end_recovery_episode();
                 self.exit_recovery();
             }
             return;
@@ -337,6 +362,7 @@ impl TcpConnection {
         match self.ca {
             CaState::Recovery => {
                 if self.snd_una >= self.recovery_point {
+                    self.end_recovery_episode();
                     self.exit_recovery();
                     self.open_or_recover(now, newly_sacked, rack_marked);
                 } else if advanced && !self.sack_ok {
@@ -350,12 +376,60 @@ impl TcpConnection {
             }
             CaState::Loss => {
                 if self.snd_una >= self.high_seq {
+                    self.end_recovery_episode();
                     self.ca = CaState::Open;
                     self.open_or_recover(now, newly_sacked, rack_marked);
                 }
             }
             CaState::Open | CaState::Disorder => {
                 self.open_or_recover(now, newly_sacked, rack_marked)
+            }
+        }
+    }
+
+    /// A D-SACK (RFC 2883) in this ACK's SACK blocks, as Linux reads one
+    /// (`tcp_check_dsack`): a first block below the cumulative ACK, or
+    /// within the second. One whose data was never retransmitted (more
+    /// duplicates reported than segments resent) is ignored. Above the
+    /// cumulative ACK, a D-SACK covering a retransmitted segment already
+    /// SACKed before this ACK is reordering (`tcp_sacktag_one`,
+    /// `tcp_check_sack_reordering`).
+    fn on_dsack(&mut self, ack: u64, sack: &[(u64, u64)]) {
+        let Some(&(l0, r0)) = sack.first() else {
+            return;
+        };
+        let within_second = sack.get(1).is_some_and(|&(l1, r1)| l0 >= l1 && r0 <= r1);
+        if l0 >= r0 || !(l0 < ack || within_second) {
+            return;
+        }
+        let len = r0 - l0;
+        self.dsack_dups += len.div_ceil(self.mss).max(1);
+        if self.dsack_dups > self.stats.retransmissions {
+            return;
+        }
+        let of_probe = len <= self.mss && self.tlp_high_seq == Some(r0);
+        let resent_and_sacked = l0 >= ack
+            && self
+                .sq
+                .rtx
+                .iter()
+                .any(|s| s.retransmitted && s.sacked && s.seq_start() < r0 && s.seq_end() > l0);
+        if let Some(rack) = self.rack.as_mut() {
+            if self.cfg.rack.is_some_and(|r| r.adaptive_reo_wnd) {
+                rack.on_dsack(of_probe);
+            }
+            if resent_and_sacked {
+                rack.note_reordering(l0);
+            }
+        }
+    }
+
+    /// A fast recovery or a timeout recovery ends (Linux
+    /// `tcp_try_undo_recovery`; the model has no undo).
+    fn end_recovery_episode(&mut self) {
+        if matches!(self.ca, CaState::Recovery | CaState::Loss) {
+            if let Some(rack) = self.rack.as_mut() {
+                rack.on_recovery_end();
             }
         }
     }
@@ -568,15 +642,25 @@ impl TcpConnection {
         self.transmit(now);
     }
 
-    /// (Re)arms the retransmission timer. `restart` restarts a running RTO
-    /// (RFC 6298 §5.3); `probe` reschedules a tail loss probe.
-    pub(crate) fn rearm_timer(&mut self, now: Instant, restart: bool, probe: bool) {
+    /// (Re)arms the retransmission timer after `why` (see [`Rearm`]).
+    pub(crate) fn rearm_timer(&mut self, now: Instant, why: Rearm) {
         if self.sq.rtx.is_empty() {
             self.rtx_timer = None;
             return;
         }
-        let rto_deadline = match self.rtx_timer {
-            Some((t, TimerKind::Rto)) if !restart => t,
+        let restart = why == Rearm::Advanced;
+        // Linux (`tcp_rto_delta_us`): after new data the RTO counts from the
+        // last transmission of the oldest outstanding segment, not from now.
+        let head_rto = match self.cfg.rack {
+            Some(r) if r.tlp_rto_from_head && why == Rearm::NewData => {
+                self.sq.rtx.front().map(|s| s.xmit + self.rtt.rto())
+            }
+            _ => None,
+        };
+        let rto_deadline = match (self.rtx_timer, head_rto) {
+            (Some((t, TimerKind::Rto)), _) if !restart => t,
+            // Linux `tcp_rearm_rto` with a probe pending: at least one tick.
+            (Some((_, TimerKind::Pto)), Some(h)) => h.max(now),
             _ => now + self.rtt.rto(),
         };
         let tlp = self.cfg.rack.is_some_and(|r| r.tlp)
@@ -585,7 +669,7 @@ impl TcpConnection {
             && self.tlp_high_seq.is_none()
             && self.state == State::Established;
         if let (true, Some(srtt)) = (tlp, self.rtt.srtt()) {
-            if restart || probe || self.rtx_timer.is_none() {
+            if why != Rearm::Idle || self.rtx_timer.is_none() {
                 let mut pto = srtt * 2;
                 if self.sq.rtx.len() == 1 {
                     pto += self
@@ -593,8 +677,15 @@ impl TcpConnection {
                         .rack
                         .map_or(Duration::ZERO, |r| r.tlp_max_ack_delay);
                 }
-                let pto_deadline = (now + pto).min(rto_deadline);
-                self.rtx_timer = Some((pto_deadline, TimerKind::Pto));
+                // RFC 8985 §7.2: never later than the RTO. Linux
+                // (`tcp_schedule_loss_probe`) caps a probe armed by new
+                // data at the head's RTO only while that is still ahead.
+                let cap = match head_rto {
+                    Some(h) if h > now => h,
+                    Some(_) => now + pto,
+                    None => rto_deadline,
+                };
+                self.rtx_timer = Some(((now + pto).min(cap), TimerKind::Pto));
                 return;
             }
         }
@@ -677,9 +768,9 @@ impl TcpConnection {
             sent_new = true;
         }
         if sent_new {
-            self.rearm_timer(now, false, true);
+            self.rearm_timer(now, Rearm::NewData);
         } else if self.rtx_timer.is_none() && !self.sq.rtx.is_empty() {
-            self.rearm_timer(now, false, false);
+            self.rearm_timer(now, Rearm::Idle);
         }
     }
 

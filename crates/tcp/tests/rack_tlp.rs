@@ -204,3 +204,83 @@ fn prr_holds_a_write_in_recovery_until_an_ack_delivers_data() {
     rfc6675.prr = false;
     assert_eq!(write_during_recovery(&rfc6675), at(1101));
 }
+
+/// For a thin stream from 1 s (100 B every 90 ms, RTT 100 ms, so the RTO
+/// is SRTT + 200 ms = 300 ms): message 4's ACK, message 5 and message 6's
+/// ACK are lost, so the last ACK is message 3's (1370) and the oldest
+/// outstanding segment is message 4, sent at 1360.
+fn lost_behind_writes(p: &Pkt<'_>) -> bool {
+    let ack_of = |t: u64| p.from == 1 && p.time == at(t + 50);
+    (p.from == 0 && p.units == Some((500, 600)) && p.time < at(1500))
+        || ack_of(1360)
+        || ack_of(1540)
+}
+
+/// That stream: the sends of message 7 (written at 1630) and whether RACK
+/// has seen reordering by 3 s.
+fn probe_behind_writes(from_head: bool) -> (Vec<(Instant, TxReason)>, bool) {
+    let mut cfg = TcpConfig::linux_modern();
+    if let Some(r) = cfg.rack.as_mut() {
+        r.tlp_rto_from_head = from_head;
+    }
+    let mut net = Net::pair(&cfg, &cfg, ms(50));
+    net.drop_rule = Some(Box::new(|p| lost_behind_writes(p)));
+    net.send_every(0, at(1000), ms(90), 12);
+    net.run_until(at(3000));
+    assert_eq!(net.rx[1].len(), 1200);
+    (net.sends_of(0, 700), net.eps[0].reordering_seen())
+}
+
+#[test]
+fn a_probe_armed_by_new_data_fires_at_the_head_s_rto_and_its_d_sack_is_reordering() {
+    // Linux caps the probe at the RTO of the oldest outstanding segment:
+    // 1360 + 300 ms = 1660, 30 ms after message 7 left. The probe resends
+    // message 7; the original is SACKed (1730), then the copy comes back as
+    // a D-SACK (1760): a retransmitted segment already SACKed, which Linux
+    // counts as reordering.
+    let (sends, reordering) = probe_behind_writes(true);
+    assert_eq!(
+        sends,
+        vec![(at(1630), TxReason::New), (at(1660), TxReason::Probe)]
+    );
+    assert!(reordering);
+    // Capped by the RTO from the last write instead, the probe would wait
+    // until 1630 + 2 SRTT; message 7's SACK (1730) starts recovery first.
+    let (sends, reordering) = probe_behind_writes(false);
+    assert_eq!(sends, vec![(at(1630), TxReason::New)]);
+    assert!(!reordering);
+}
+
+#[test]
+fn a_spurious_timeout_s_d_sack_after_reordering_widens_the_window() {
+    // First the probe scenario above sets reordering seen (window 25 ms);
+    // then every ACK from 3050 to 3700 is lost while a message is written
+    // every 90 ms, so the RTO resends a segment the receiver already has,
+    // and its D-SACK (below the cumulative ACK once ACKs pass again) widens
+    // the window by one min_rtt/4 step.
+    let run = |adaptive: bool| {
+        let mut cfg = TcpConfig::linux_modern();
+        if let Some(r) = cfg.rack.as_mut() {
+            r.adaptive_reo_wnd = adaptive;
+        }
+        let mut net = Net::pair(&cfg, &cfg, ms(50));
+        net.drop_rule = Some(Box::new(|p| {
+            lost_behind_writes(p) || (p.from == 1 && p.time >= at(3050) && p.time < at(3700))
+        }));
+        net.send_every(0, at(1000), ms(90), 12);
+        net.run_until(at(3000));
+        assert!(net.eps[0].reordering_seen());
+        let before = net.eps[0].reordering_window_in_recovery();
+        net.send_every(0, at(3000), ms(90), 12);
+        net.run_until(at(6000));
+        assert_eq!(net.rx[1].len(), 2400);
+        let timeouts = net.eps[0].stats().timeouts;
+        (before, net.eps[0].reordering_window_in_recovery(), timeouts)
+    };
+    let (before, after, timeouts) = run(true);
+    assert!(timeouts >= 1);
+    assert_eq!(before, Some(ms(25)));
+    assert_eq!(after, Some(ms(50)));
+    // Without the adaptive window it stays at min_rtt/4.
+    assert_eq!(run(false).1, Some(ms(25)));
+}

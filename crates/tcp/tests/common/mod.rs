@@ -259,6 +259,15 @@ impl Net {
             .min()
     }
 
+    /// Endpoint `ep` writes `count` 100-byte messages (message i filled
+    /// with byte i), one every `gap` from `start`.
+    pub fn send_every(&mut self, ep: usize, start: Instant, gap: Duration, count: u64) {
+        for i in 0..count {
+            self.run_until(start + gap * i);
+            self.send(ep, &[i as u8; 100]);
+        }
+    }
+
     /// Runs events up to and including `t`, then sets the clock to `t`.
     pub fn run_until(&mut self, t: Instant) {
         loop {
