@@ -411,8 +411,11 @@ async fn run(
                 let mut ready = r?;
                 // Take everything queued, a batch at a time, feeding the
                 // protocol core under one lock per batch. A batch that did
-                // not fill up emptied the queue (and told the runtime so,
-                // without a call that only reports "nothing more").
+                // not fill up emptied the queue; whether the next turn
+                // reads once more anyway (bulk transfer: acknowledgements
+                // keep arriving) or the runtime is told the socket is
+                // drained (thin traffic: that read would only hear
+                // "nothing more") is decided in `udp` (`Probe`).
                 for _ in 0..16 {
                     let mut st = shared.lock();
                     let now = clock.now();
