@@ -407,20 +407,21 @@ async fn run(
             sleep.as_mut().reset(clock.to_std(t).into());
         }
         tokio::select! {
-            r = io.readable() => {
-                r?;
+            r = io.ready_to_read() => {
+                let mut ready = r?;
                 // Take everything queued, a batch at a time, feeding the
-                // protocol core under one lock per batch.
+                // protocol core under one lock per batch. A batch that did
+                // not fill up emptied the queue; whether the next turn
+                // reads once more anyway (bulk transfer: acknowledgements
+                // keep arriving) or the runtime is told the socket is
+                // drained (thin traffic: that read would only hear
+                // "nothing more") is decided in `udp` (`Probe`).
                 for _ in 0..16 {
                     let mut st = shared.lock();
                     let now = clock.now();
-                    let n = io.try_recv(&mut rx, |src, payload| {
+                    let n = ready.recv(&mut rx, |src, payload| {
                         st.ep.handle_slice(now, src, payload);
                     })?;
-                    // A batch that did not fill up emptied the queue:
-                    // answer first, and leave the call that only reports
-                    // "nothing more" (it clears the readiness flag) to the
-                    // next turn, after this turn's datagrams are sent.
                     if n == 0 || !rx.filled {
                         break;
                     }
