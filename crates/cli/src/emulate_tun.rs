@@ -90,6 +90,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<ExitCode> {
             bytes: args.hold_bytes,
         },
         duration: args.duration,
+        link_seeds: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -12,6 +12,7 @@ mod mechanisms;
 mod merge;
 mod oneway;
 mod real;
+mod real_tcp;
 mod reproduce;
 mod run;
 mod send;

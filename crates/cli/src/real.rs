@@ -81,13 +81,34 @@ pub(crate) struct WorkerArgs {
     points: Option<Vec<String>>,
     #[arg(long)]
     repetitions: Option<u32>,
+    /// Names this run's network namespaces (TCP runs: `ts-a-TAG`,
+    /// `ts-b-TAG`), so the parent can remove them if the worker is killed.
+    #[arg(long, default_value = "real")]
+    tag: String,
+    /// Write every flow's trace records here (`run --records`).
+    #[arg(long)]
+    records: Option<PathBuf>,
+}
+
+/// Writes `flows`' trace records, one JSON object per line as `run
+/// --records` does: {"endpoint": "flow0.a", "record": {...}}.
+pub(crate) fn write_records(path: &Path, flows: &[(String, &[Record])]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for (endpoint, list) in flows {
+        for r in *list {
+            let line = serde_json::json!({ "endpoint": endpoint, "record": r });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// What a worker hands back.
 #[derive(Serialize, Deserialize)]
-struct WorkerOutput {
-    record: RunRecord,
-    real: RealRun,
+pub(crate) struct WorkerOutput {
+    pub(crate) record: RunRecord,
+    pub(crate) real: RealRun,
 }
 
 /// Why a scenario cannot run with `--real` (or `None`).
@@ -109,15 +130,10 @@ fn refusal(plan: &Plan, allow_long: bool) -> Option<String> {
             );
         }
     }
-    for v in &plan.variants {
-        if v.transport == TransportKind::Tcp {
-            return Some(format!(
-                "--real: variant {} is TCP; a real TCP run would be the kernel's TCP, not \
-                 the simulator's TCP model, so it would not compare with anything in this \
-                 scenario. Select SCTP variants with --variants, or run kernel TCP through \
-                 `thinstream emulate --tun` (bench/tcp-model-vs-kernel)",
-                v.spec.name
-            ));
+    // What cannot run at all before what only takes long.
+    for spec in &plan.runs {
+        if let Some(why) = run_refusal(plan, spec) {
+            return Some(why);
         }
     }
     let window = plan.duration + plan.drain;
@@ -127,37 +143,32 @@ fn refusal(plan: &Plan, allow_long: bool) -> Option<String> {
              pass --allow-long to run it in real time anyway"
         ));
     }
-    for spec in &plan.runs {
-        if let Some(why) = run_refusal(plan, spec) {
-            return Some(why);
-        }
-    }
     None
 }
 
 /// One flow of a real run, as the simulator builds it: its `[[flows]]`
 /// entry, its index among the run's flows, its sender's transport, its
 /// start and its messages.
-struct RealFlow {
+pub(crate) struct RealFlow {
     /// The `[[flows]]` entry.
-    entry: usize,
+    pub(crate) entry: usize,
     /// The flow's index in the run (the simulator's numbering: it picks
     /// the workload's seed).
-    flow: usize,
-    config: TransportConfig,
-    start: Instant,
-    schedule: Vec<Due>,
-    measured: bool,
-    echo: bool,
+    pub(crate) flow: usize,
+    pub(crate) config: TransportConfig,
+    pub(crate) start: Instant,
+    pub(crate) schedule: Vec<Due>,
+    pub(crate) measured: bool,
+    pub(crate) echo: bool,
 }
 
 /// One message of a flow's schedule.
 #[derive(Clone, Copy)]
-struct Due {
-    at: Instant,
-    stream: u16,
-    bytes: u32,
-    unordered: bool,
+pub(crate) struct Due {
+    pub(crate) at: Instant,
+    pub(crate) stream: u16,
+    pub(crate) bytes: u32,
+    pub(crate) unordered: bool,
 }
 
 /// A run's flows and the receiving end's transport (one for all of them:
@@ -174,6 +185,7 @@ fn the_flows(plan: &Plan, spec: &RunSpec) -> Result<(Vec<RealFlow>, TransportCon
     let generation_end = Instant::ZERO + plan.duration;
     let mut flows: Vec<RealFlow> = Vec::new();
     let mut receiver: Option<TransportConfig> = None;
+    let mut kind: Option<TransportKind> = None;
     for (e, entry) in entries.iter().enumerate() {
         if entry.workload.produces_flows() {
             return Err(format!(
@@ -191,12 +203,33 @@ fn the_flows(plan: &Plan, spec: &RunSpec) -> Result<(Vec<RealFlow>, TransportCon
         let config = plan.fixed[e]
             .clone()
             .unwrap_or_else(|| variant_config.clone());
-        if config.kind() != TransportKind::Sctp {
-            return Err(format!(
-                "--real: flows[{e}] of {} is TCP (its own preset); a real TCP flow would be \
-                 the kernel's TCP, not the simulator's model. Only SCTP flows run for real",
-                plan.scenario.name
-            ));
+        if let TransportConfig::Tcp(c) = &config {
+            // Which kernel settings stand for it, or why none can.
+            crate::real_tcp::kernel_tcp(c).map_err(|why| {
+                format!(
+                    "--real: flows[{e}] of {} (variant {}) is TCP {:?}, which runs on the \
+                     host kernel's TCP in a real run; {why}",
+                    plan.scenario.name, variant.spec.name, c.name
+                )
+            })?;
+            if entry.peer_kind() == PeerKind::Echo {
+                return Err(format!(
+                    "--real: flows[{e}] of {} is TCP with an echo peer; real TCP runs have \
+                     sink peers only",
+                    plan.scenario.name
+                ));
+            }
+        }
+        match kind {
+            Some(k) if k != config.kind() => {
+                return Err(format!(
+                    "--real: {} mixes SCTP and TCP flows in one run; a real run carries one \
+                     kind (SCTP through the UDP relay, TCP through the host kernel between two \
+                     namespaces)",
+                    plan.scenario.name
+                ))
+            }
+            _ => kind = Some(config.kind()),
         }
         let rx = thinstream_lab::receiver_config(plan, spec, e, entry, &config);
         match &receiver {
@@ -298,8 +331,8 @@ pub(crate) fn execute(
     args: &crate::run::Args,
     print: &mut dyn FnMut(&str),
 ) -> anyhow::Result<(Plan, Results, PathBuf)> {
-    if args.pcap.is_some() || args.records.is_some() || args.shard.is_some() {
-        bail!("--real cannot be combined with --pcap, --records or --shard");
+    if args.pcap.is_some() || args.shard.is_some() {
+        bail!("--real cannot be combined with --pcap or --shard");
     }
     let scenario = Scenario::load(&args.scenario)?;
     let options = crate::run::plan_options(args);
@@ -310,8 +343,24 @@ pub(crate) fn execute(
     if let Some(why) = refusal(&plan, args.allow_long) {
         bail!("{why}");
     }
+    if args.records.is_some() && args.pcap_run >= plan.runs.len() {
+        bail!(
+            "--pcap-run {} is out of range: the plan has {} run(s)",
+            args.pcap_run,
+            plan.runs.len()
+        );
+    }
     if let Some(why) = netns_problem() {
         bail!("{why}");
+    }
+    let tcp = plan
+        .variants
+        .iter()
+        .any(|v| v.transport == TransportKind::Tcp);
+    if tcp {
+        if let Some(e) = thinstream::emulate::tun::unavailable() {
+            bail!("--real runs TCP variants on the kernel between two namespaces: {e}");
+        }
     }
     let jobs = args
         .jobs
@@ -352,7 +401,16 @@ pub(crate) fn execute(
             out.display().to_string(),
             "--seed".into(),
             plan.seed.0.to_string(),
+            "--tag".into(),
+            namespace_tag(spec.index),
         ];
+        if let Some(r) = args
+            .records
+            .as_ref()
+            .filter(|_| spec.index == args.pcap_run)
+        {
+            a.extend(["--records".into(), r.display().to_string()]);
+        }
         if let Some(d) = args.duration {
             a.extend(["--duration".into(), format!("{}ns", d.as_nanos())]);
         }
@@ -405,13 +463,14 @@ pub(crate) fn execute(
                 if let Ok(mut s) = starts.lock() {
                     s[k] = Some(thinstream_lab::wall::seconds_since(started));
                 }
-                let result = run_child(&exe, &worker_args(spec, &out), &out, &log, bound)
-                    .with_context(|| {
-                        format!(
-                            "run {} (variant {}, repetition {})",
-                            spec.index, plan.variants[spec.variant].spec.name, spec.repetition
-                        )
-                    });
+                let result = run_child(&exe, &worker_args(spec, &out), &out, &log, bound);
+                remove_namespaces(&namespace_tag(spec.index));
+                let result = result.with_context(|| {
+                    format!(
+                        "run {} (variant {}, repetition {})",
+                        spec.index, plan.variants[spec.variant].spec.name, spec.repetition
+                    )
+                });
                 if let Ok(mut o) = outcomes.lock() {
                     o[k] = Some(result);
                 }
@@ -479,11 +538,18 @@ pub(crate) fn execute(
         );
     }
     let mut results = Results::from_records(&plan, &records, wall_s);
-    mark_real(&mut results, started_utc, jobs, real_runs);
+    mark_real(&mut results, started_utc, jobs, real_runs, tcp);
     print(&thinstream_lab::table::render(&results));
     let json_path = out_dir.join("results.json");
     std::fs::write(&json_path, results.to_json())
         .with_context(|| format!("cannot write {}", json_path.display()))?;
+    if let Some(path) = &args.records {
+        print(&format!(
+            "wrote the trace records of run {} to {}\n",
+            args.pcap_run,
+            path.display()
+        ));
+    }
     print(&format!(
         "\n{} real run(s) of {:.1} s each, {:.1} s wall; wrote {}\n",
         results.runs,
@@ -496,7 +562,13 @@ pub(crate) fn execute(
 
 /// Marks pooled results as real: `mode`, the `real` section, and `null`
 /// for what a real run cannot measure.
-fn mark_real(results: &mut Results, started_utc: String, jobs: usize, runs: Vec<RealRun>) {
+fn mark_real(
+    results: &mut Results,
+    started_utc: String,
+    jobs: usize,
+    runs: Vec<RealRun>,
+    tcp: bool,
+) {
     results.mode = "real".into();
     for v in &mut results.variants {
         v.events = None;
@@ -513,6 +585,7 @@ fn mark_real(results: &mut Results, started_utc: String, jobs: usize, runs: Vec<
         ),
     ]
     .into_iter()
+    .chain(TCP_NOT_MEASURED.iter().copied().filter(|_| tcp))
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     results.real = Some(RealInfo {
@@ -522,6 +595,44 @@ fn mark_real(results: &mut Results, started_utc: String, jobs: usize, runs: Vec<
         runs,
     });
 }
+
+/// The tag of run `index`'s namespaces (TCP runs): unique among the runs
+/// of this process and, by the process id, among other processes.
+fn namespace_tag(index: usize) -> String {
+    format!("{:04x}{:04x}", std::process::id() & 0xffff, index & 0xffff)
+}
+
+/// Removes the named namespaces of tag `tag` if a worker left them (it
+/// removes them itself unless it was killed).
+fn remove_namespaces(tag: &str) {
+    for side in ["a", "b"] {
+        let name = format!("ts-{side}-{tag}");
+        if Path::new("/run/netns").join(&name).exists() {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &name])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// What a TCP variant's real run cannot measure (the kernel's TCP is seen
+/// only through the packets it sends and the applications' reads).
+const TCP_NOT_MEASURED: &[(&str, &str)] = &[
+    (
+        "variants[].reasons (TCP variants)",
+        "inferred: the kernel does not say why it resent data. A resend leaving within 2 ms \
+         of an ACK reaching the sender counts as fast-rtx, any other as timeout-rtx (RTO, \
+         tail loss probe and RACK's reordering timer are not told apart); real.runs[].\
+         kernel_tcp has the two counts",
+    ),
+    (
+        "variants[].recovery RTO, RTT samples and thin-stream state (TCP variants)",
+        "not traced: the kernel's estimator, timers and congestion window are not \
+         observable from packets; their counts read 0",
+    ),
+];
 
 /// Runs one worker in its own network namespace, bounded by `bound`;
 /// returns what it wrote to `out`.
@@ -607,6 +718,17 @@ pub(crate) fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = refusal(&plan, true) {
         bail!("{why}");
     }
+    let (flows, _) = the_flows(&plan, &spec).map_err(|e| anyhow!(e))?;
+    if flows
+        .first()
+        .is_some_and(|f| f.config.kind() == TransportKind::Tcp)
+    {
+        let output = crate::real_tcp::run(&plan, &spec, flows, &args.tag, args.records.as_deref())?;
+        let text = serde_json::to_string(&output)?;
+        std::fs::write(&args.out, text)
+            .with_context(|| format!("cannot write {}", args.out.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // One thread: both endpoints, the emulator and the application tasks
     // (a thin stream is light; one thread keeps them off each other's
     // cores' wake-up paths).
@@ -615,7 +737,8 @@ pub(crate) fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     // The emulator's task is not `Send`: it runs on a local set.
-    let output = tokio::task::LocalSet::new().block_on(&rt, real_run(&plan, &spec))?;
+    let output = tokio::task::LocalSet::new()
+        .block_on(&rt, real_run(&plan, &spec, args.records.as_deref()))?;
     let text = serde_json::to_string(&output)?;
     std::fs::write(&args.out, text)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
@@ -640,13 +763,13 @@ fn association(config: &TransportConfig) -> anyhow::Result<AssociationConfig> {
 /// What a receiving application read, in order: (message index, stream,
 /// length, intact). A message too short to carry its index has index
 /// `None` (counted, not checked).
-type Got = Vec<(Option<u64>, u16, usize, bool)>;
+pub(crate) type Got = Vec<(Option<u64>, u16, usize, bool)>;
 
 /// Bytes of the message index at the start of every payload (as many as
 /// fit in a shorter message).
 const INDEX_BYTES: usize = 8;
 
-fn payload(index: u64, len: usize) -> Vec<u8> {
+pub(crate) fn payload(index: u64, len: usize) -> Vec<u8> {
     let mut p = vec![0u8; len];
     let head = index.to_be_bytes();
     let n = len.min(INDEX_BYTES);
@@ -672,7 +795,7 @@ fn read_payload(data: &[u8]) -> (Option<u64>, bool) {
 /// of the schedule, and the first of the problems `check_delivery` finds.
 /// `words`: who received, what (plural), what (as `check_delivery` names
 /// it), and the kind of problem.
-fn fault_on_delivery(
+pub(crate) fn fault_on_delivery(
     faults: &mut Vec<String>,
     name: &str,
     got: &Got,
@@ -816,14 +939,17 @@ struct ServerSide {
 /// One run, in real time: every flow its own association from its own
 /// client endpoint, through one emulator whose links all flows share (the
 /// scenario's two links), to one server endpoint.
-async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
+async fn real_run(
+    plan: &Plan,
+    spec: &RunSpec,
+    records: Option<&Path>,
+) -> anyhow::Result<WorkerOutput> {
     let wall_start = thinstream_lab::wall::now();
     let variant = &plan.variants[spec.variant];
     let (flows, receiver) = the_flows(plan, spec).map_err(|e| anyhow!(e))?;
     let ((forward, forward_seed), (reverse, reverse_seed)) =
         thinstream_lab::two_host_links(plan, spec)
             .ok_or_else(|| anyhow!("--real runs two-host scenarios only"))?;
-    let generation_end = Instant::ZERO + plan.duration;
     let n: u64 = flows.iter().map(|f| f.schedule.len() as u64).sum();
     let echo_flows = flows.iter().filter(|f| f.echo).count();
     let stop_at = plan.stop();
@@ -1045,6 +1171,7 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
         summary_latency: kind,
     };
     let empty: Vec<Record> = Vec::new();
+    let mut kept: Vec<(String, Vec<Record>)> = Vec::new();
     for (k, f) in flows.iter().enumerate() {
         let c = &mut clients[k];
         let name = format!("flow {}", f.flow);
@@ -1107,6 +1234,10 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
             ));
         }
         let server_records = s.map_or(&empty, |s| &servers[s].records);
+        if records.is_some() {
+            kept.push((format!("flow{}.a", f.flow), c.records.clone()));
+            kept.push((format!("flow{}.b", f.flow), server_records.clone()));
+        }
         let analysis = FlowAnalysis::build(
             FlowInput {
                 sender: &c.records,
@@ -1152,6 +1283,75 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
         traced.push((f.entry, true, analyses.len()));
         analyses.push(analysis);
     }
+    if let Some(path) = records {
+        let lists: Vec<(String, &[Record])> =
+            kept.iter().map(|(e, l)| (e.clone(), &l[..])).collect();
+        write_records(path, &lists)?;
+    }
+    let record = run_record(
+        plan,
+        spec,
+        Analysed {
+            analyses,
+            unmeasured,
+            traced,
+            responses,
+            worst,
+        },
+        end,
+        wall_start,
+        faults,
+    )?;
+    Ok(WorkerOutput {
+        record,
+        real: RealRun {
+            index: spec.index,
+            variant: variant.spec.name.clone(),
+            repetition: spec.repetition,
+            point: spec.point.map(|p| plan.points[p].label()),
+            started_s: 0.0,
+            wall_s: thinstream_lab::wall::seconds_since(wall_start),
+            flows: flows.len(),
+            messages: n,
+            received: got_total,
+            echoes: echo.then_some(echoes_total),
+            emulator: serde_json::to_value(&report)?,
+            app_wake_late_us: quantiles_us(late_ns),
+            kernel_tcp: None,
+        },
+    })
+}
+
+/// A run's flows after analysis: the measured ones (`analyses`), the
+/// others (`unmeasured`, for throughput series), every flow in order as
+/// (its `[[flows]]` entry, measured, index into its list), echo response
+/// times and the slowest message's path.
+pub(crate) struct Analysed {
+    pub(crate) analyses: Vec<FlowAnalysis>,
+    pub(crate) unmeasured: Vec<FlowAnalysis>,
+    pub(crate) traced: Vec<(usize, bool, usize)>,
+    pub(crate) responses: Vec<thinstream_metrics::ResponseSample>,
+    pub(crate) worst: Option<thinstream_lab::worst::WorstPath>,
+}
+
+/// A real run's record, reduced as the simulator's: throughput series,
+/// and the outcome with its faults.
+pub(crate) fn run_record(
+    plan: &Plan,
+    spec: &RunSpec,
+    a: Analysed,
+    end: Instant,
+    wall_start: thinstream_lab::wall::WallInstant,
+    faults: Vec<String>,
+) -> anyhow::Result<RunRecord> {
+    let Analysed {
+        analyses,
+        unmeasured,
+        traced,
+        responses,
+        worst,
+    } = a;
+    let generation_end = Instant::ZERO + plan.duration;
     let throughput = match &plan.scenario.metrics.throughput {
         Some(t) => {
             let pairs: Vec<(usize, &FlowAnalysis)> = traced
@@ -1193,29 +1393,12 @@ async fn real_run(plan: &Plan, spec: &RunSpec) -> anyhow::Result<WorkerOutput> {
         records: None,
     };
     let kinds = thinstream_lab::record::latency_kinds(&plan.scenario);
-    let record = RunRecord::of(&outcome, &kinds);
-    Ok(WorkerOutput {
-        record,
-        real: RealRun {
-            index: spec.index,
-            variant: variant.spec.name.clone(),
-            repetition: spec.repetition,
-            point: spec.point.map(|p| plan.points[p].label()),
-            started_s: 0.0,
-            wall_s,
-            flows: flows.len(),
-            messages: n,
-            received: got_total,
-            echoes: echo.then_some(echoes_total),
-            emulator: serde_json::to_value(&report)?,
-            app_wake_late_us: quantiles_us(late_ns),
-        },
-    })
+    Ok(RunRecord::of(&outcome, &kinds))
 }
 
 /// p50, p99 and max of nanosecond values, in microseconds (`None` if
 /// there are none).
-fn quantiles_us(mut ns: Vec<u64>) -> Option<[f64; 3]> {
+pub(crate) fn quantiles_us(mut ns: Vec<u64>) -> Option<[f64; 3]> {
     if ns.is_empty() {
         return None;
     }

@@ -221,6 +221,11 @@ pub struct RealRun {
     /// Application timer lateness: how late the sending application woke
     /// for its messages (µs: p50, p99, max; `null` if it never slept).
     pub app_wake_late_us: Option<[f64; 3]>,
+    /// A TCP variant's run: the host kernel's TCP that carried it
+    /// (congestion control, socket options, kernel release) and how its
+    /// records were made (`null` for SCTP runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_tcp: Option<serde_json::Value>,
 }
 
 fn one_flow() -> usize {

@@ -60,6 +60,24 @@ pub struct TunConfig {
     pub limit: HoldLimit,
     /// Stop after this long.
     pub duration: Option<Duration>,
+    /// The forward and reverse links' own seeds, replacing the ones
+    /// derived from `seed` (`thinstream run --real` passes the simulator's
+    /// link seeds, so a real run's links drop what the simulated run's do).
+    pub link_seeds: Option<(Seed, Seed)>,
+}
+
+/// Where a tapped relay ([`TunEmulator::run_tapped`]) saw a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TapPoint {
+    /// Read from side a's device: a packet side a sent, before the
+    /// forward link (also those the link then drops).
+    FromA,
+    /// Read from side b's device, before the reverse link.
+    FromB,
+    /// Written to side b's device: the forward link let it through.
+    ToB,
+    /// Written to side a's device: the reverse link let it through.
+    ToA,
 }
 
 /// Why the namespace mode could not start.
@@ -230,6 +248,7 @@ impl TunEmulator {
             return Err(TunError::BadTag(tag.clone()));
         }
         let seed = Seed(config.seed);
+        // Only checks that the links validate (the run draws its own seeds).
         Direction::new(&config.forward, seed, config.limit, "forward")?;
         Direction::new(&config.reverse, seed, config.limit, "reverse")?;
         let names = [format!("ts-a-{tag}"), format!("ts-b-{tag}")];
@@ -298,6 +317,20 @@ impl TunEmulator {
     /// the devices and deletes the namespaces. An `Err` only when a device
     /// fails.
     pub async fn run(self, stop: impl Future<Output = ()>) -> io::Result<TunReport> {
+        self.run_tapped(Clock::new(), &mut |_, _, _| {}, stop).await
+    }
+
+    /// [`run`](TunEmulator::run) on `clock`, handing every IP packet to
+    /// `tap` where it was read from a device and where it was written to
+    /// one, with the time the relay stamped it (the time the link model
+    /// used). A caller that shares `clock` with its own programs joins
+    /// the two by time.
+    pub async fn run_tapped(
+        self,
+        clock: Clock,
+        tap: &mut dyn FnMut(TapPoint, Instant, &[u8]),
+        stop: impl Future<Output = ()>,
+    ) -> io::Result<TunReport> {
         let TunEmulator {
             a,
             b,
@@ -305,7 +338,7 @@ impl TunEmulator {
             names,
             mut namespaces,
         } = self;
-        let result = relay(&a, &b, &config, stop).await;
+        let result = relay(&a, &b, &config, clock, tap, stop).await;
         drop(a);
         drop(b);
         namespaces.delete();
@@ -323,6 +356,7 @@ impl TunEmulator {
 }
 
 /// Reads what is queued on `dev` (bounded) into `dir`.
+#[allow(clippy::too_many_arguments)]
 fn read_into(
     dev: &tun_rs::AsyncDevice,
     dir: &mut Direction,
@@ -330,13 +364,17 @@ fn read_into(
     buf: &mut [u8],
     src: SocketAddr,
     dst: SocketAddr,
+    tap: &mut dyn FnMut(TapPoint, Instant, &[u8]),
+    point: TapPoint,
 ) -> io::Result<usize> {
     let mut n = 0;
     while n < RECV_PER_TURN {
         match dev.try_recv(buf) {
             Ok(len) => {
                 // Stamped after the read returned: never before arrival.
-                dir.take(clock.now(), src, dst, buf[..len].to_vec());
+                let now = clock.now();
+                tap(point, now, &buf[..len]);
+                dir.take(now, src, dst, buf[..len].to_vec());
                 n += 1;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -353,6 +391,8 @@ async fn release(
     dir: &mut Direction,
     clock: &Clock,
     due: &mut Vec<(Instant, Datagram)>,
+    tap: &mut dyn FnMut(TapPoint, Instant, &[u8]),
+    point: TapPoint,
 ) -> io::Result<()> {
     loop {
         due.clear();
@@ -363,7 +403,10 @@ async fn release(
         for (scheduled, d) in due.iter() {
             let sent_at = clock.now();
             match dev.send(&d.payload).await {
-                Ok(_) => add(&mut dir.sent, d.payload.len()),
+                Ok(_) => {
+                    add(&mut dir.sent, d.payload.len());
+                    tap(point, sent_at, &d.payload);
+                }
                 // The namespace's stack refused this packet as malformed
                 // (the link's corruption stage can do that): not sent.
                 Err(e) if e.kind() == io::ErrorKind::InvalidInput => continue,
@@ -379,37 +422,32 @@ async fn relay(
     a: &tun_rs::AsyncDevice,
     b: &tun_rs::AsyncDevice,
     config: &TunConfig,
+    clock: Clock,
+    tap: &mut dyn FnMut(TapPoint, Instant, &[u8]),
     stop: impl Future<Output = ()>,
 ) -> io::Result<(f64, &'static str, Direction, Direction)> {
     let seed = Seed(config.seed);
+    let (forward_seed, reverse_seed) = config
+        .link_seeds
+        .unwrap_or((seed.derive("forward"), seed.derive("reverse")));
     let link_err = |e: EmulateError| io::Error::other(e.to_string());
-    let mut fwd = Direction::new(
-        &config.forward,
-        seed.derive("forward"),
-        config.limit,
-        "forward",
-    )
-    .map_err(link_err)?;
-    let mut rev = Direction::new(
-        &config.reverse,
-        seed.derive("reverse"),
-        config.limit,
-        "reverse",
-    )
-    .map_err(link_err)?;
+    let mut fwd =
+        Direction::new(&config.forward, forward_seed, config.limit, "forward").map_err(link_err)?;
+    let mut rev =
+        Direction::new(&config.reverse, reverse_seed, config.limit, "reverse").map_err(link_err)?;
     let (sa, sb) = (side_addr(TUN_ADDR_A), side_addr(TUN_ADDR_B));
-    let clock = Clock::new();
+    let started = clock.now();
     let timer = super::PreciseTimer::new()?;
-    let end = config.duration.map(|d| Instant::ZERO + d);
+    let end = config.duration.map(|d| started + d);
     let mut buf = vec![0u8; 65_536];
     let mut due = Vec::new();
     tokio::pin!(stop);
     let stopped_by;
     loop {
-        read_into(a, &mut fwd, &clock, &mut buf, sa, sb)?;
-        read_into(b, &mut rev, &clock, &mut buf, sb, sa)?;
-        release(b, &mut fwd, &clock, &mut due).await?;
-        release(a, &mut rev, &clock, &mut due).await?;
+        read_into(a, &mut fwd, &clock, &mut buf, sa, sb, tap, TapPoint::FromA)?;
+        read_into(b, &mut rev, &clock, &mut buf, sb, sa, tap, TapPoint::FromB)?;
+        release(b, &mut fwd, &clock, &mut due, tap, TapPoint::ToB).await?;
+        release(a, &mut rev, &clock, &mut due, tap, TapPoint::ToA).await?;
         let now = clock.now();
         if end.is_some_and(|e| now >= e) {
             stopped_by = "duration";
@@ -453,7 +491,7 @@ async fn relay(
         }
     }
     Ok((
-        clock.now().since_epoch().as_secs_f64(),
+        clock.now().saturating_duration_since(started).as_secs_f64(),
         stopped_by,
         fwd,
         rev,
