@@ -51,25 +51,37 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) quiet: bool,
     /// Stored results of `thinstream run SCENARIO --real` for the report's
-    /// "Real sockets vs the simulator" part [default:
-    /// scenarios/real/000-fig8-uniform-10min.real-results.json; if that is
-    /// missing the part says "not available"; a file given here must be
-    /// readable].
+    /// "Real sockets vs the simulator" part, instead of the repository's
+    /// [default: each of scenarios/real/*.real-results.json beside its
+    /// scenario file (SCTP: 000-fig8-uniform-10min; the kernel's TCP:
+    /// thin-tcp-kernel-10min); a missing one makes its comparison "not
+    /// available"; a file given here must be readable].
     #[arg(long, value_name = "FILE", conflicts_with = "from")]
     pub(crate) real_results: Option<PathBuf>,
-    /// The scenario file of the real results, simulated here with their
-    /// master seed, repetitions and full duration (also under --quick).
+    /// The scenario file of --real-results, simulated here with their
+    /// master seed, repetitions and full duration (also under --quick)
+    /// [default: scenarios/real/000-fig8-uniform-10min.toml].
     #[arg(
         long,
         value_name = "FILE",
-        default_value = "scenarios/real/000-fig8-uniform-10min.toml",
-        conflicts_with = "from"
+        conflicts_with = "from",
+        requires = "real_results"
     )]
-    pub(crate) real_scenario: PathBuf,
+    pub(crate) real_scenario: Option<PathBuf>,
 }
 
-/// The repository's stored real results (`--real-results` default).
-const REAL_RESULTS: &str = "scenarios/real/000-fig8-uniform-10min.real-results.json";
+/// The repository's stored real results and their scenario files, in
+/// report order (`--real-results` replaces them).
+const REAL_PAIRS: [(&str, &str); 2] = [
+    (
+        "scenarios/real/000-fig8-uniform-10min.toml",
+        "scenarios/real/000-fig8-uniform-10min.real-results.json",
+    ),
+    (
+        "scenarios/real/thin-tcp-kernel-10min.toml",
+        "scenarios/real/thin-tcp-kernel-10min.real-results.json",
+    ),
+];
 
 /// `--quick` caps: enough loss events for the tables, minutes not hours.
 const QUICK_DURATION: Duration = Duration::from_secs(300);
@@ -82,10 +94,26 @@ struct Manifest {
     parts: Vec<PartEntry>,
     /// Scenarios that could not run in this build, with the reason.
     skipped: Vec<String>,
-    /// The real-against-simulated part: its two results, or why there is
-    /// none (`null` in manifests written before the part existed).
-    #[serde(default)]
-    real: Option<RealEntry>,
+    /// The real-against-simulated part: per stored real result its two
+    /// results, or why there are none (one object, or `null`, in
+    /// manifests written before there could be several).
+    #[serde(default, deserialize_with = "one_or_many")]
+    real: Vec<RealEntry>,
+}
+
+/// `real` of a manifest: a list, one entry, or `null`.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<RealEntry>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        Many(Vec<RealEntry>),
+        One(RealEntry),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => Vec::new(),
+        Some(OneOrMany::One(e)) => vec![e],
+        Some(OneOrMany::Many(v)) => v,
+    })
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -269,45 +297,74 @@ fn real_from_stored(
 /// repetitions, full duration), stores both under `--out`, and returns the
 /// part with its manifest entry. What is missing or does not match is the
 /// part's "not available" note, not a failure.
-fn real_part(args: &Args) -> anyhow::Result<(RealComparison, RealEntry)> {
-    let file = args
-        .real_results
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(REAL_RESULTS));
+fn real_part(args: &Args) -> anyhow::Result<Vec<(RealComparison, RealEntry)>> {
+    let pairs: Vec<(PathBuf, PathBuf, bool)> = match &args.real_results {
+        Some(file) => vec![(
+            args.real_scenario
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(REAL_PAIRS[0].0)),
+            file.clone(),
+            true,
+        )],
+        None => REAL_PAIRS
+            .iter()
+            .map(|(s, f)| (PathBuf::from(s), PathBuf::from(f), false))
+            .collect(),
+    };
+    pairs
+        .iter()
+        .map(|(scenario, file, named)| {
+            eprintln!(
+                "[real] {} against its stored real results",
+                scenario.display()
+            );
+            real_pair(args, scenario, file, *named)
+        })
+        .collect()
+}
+
+/// One stored real result (`file`, of `scenario`; `named` on the command
+/// line) against its simulation.
+fn real_pair(
+    args: &Args,
+    real_scenario: &Path,
+    file: &Path,
+    named: bool,
+) -> anyhow::Result<(RealComparison, RealEntry)> {
     let not_available = |why: String| {
         Ok((
             RealComparison::NotAvailable(why.clone()),
             RealEntry::NotAvailable { reason: why },
         ))
     };
-    if args.real_results.is_none() && !file.exists() {
+    if !named && !file.exists() {
         return not_available(format!(
             "no stored real results at {} (make them as root with `thinstream run {} --real \
-             --repetitions 3 --out DIR` and pass `--real-results DIR/results.json`)",
+             --out DIR` and pass `--real-results DIR/results.json`)",
             file.display(),
-            args.real_scenario.display()
+            real_scenario.display()
         ));
     }
-    let (real_text, real) = match read_real(&file) {
+    let (real_text, real) = match read_real(file) {
         Ok(x) => x,
         Err(why) => return not_available(why),
     };
-    let scenario = match thinstream_lab::Scenario::load(&args.real_scenario) {
+    let scenario = match thinstream_lab::Scenario::load(real_scenario) {
         Ok(s) => s,
-        Err(e) => return not_available(format!("scenario {}: {e}", args.real_scenario.display())),
+        Err(e) => return not_available(format!("scenario {}: {e}", real_scenario.display())),
     };
     if scenario.name != real.scenario {
         return not_available(format!(
             "{} holds results of scenario `{}`, but --real-scenario {} is `{}`",
             file.display(),
             real.scenario,
-            args.real_scenario.display(),
+            real_scenario.display(),
             scenario.name
         ));
     }
     let dir = args.out.join(&scenario.name);
     let run_args = run::Args {
-        scenario: args.real_scenario.clone(),
+        scenario: real_scenario.to_path_buf(),
         seed: Some(real.seed),
         out: Some(dir.clone()),
         pcap: None,
@@ -365,11 +422,11 @@ fn real_part(args: &Args) -> anyhow::Result<(RealComparison, RealEntry)> {
 fn write_report(
     root: &Path,
     parts: &[report::Part],
-    real: &RealComparison,
+    real: &[RealComparison],
     quick: bool,
     skipped: &[String],
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let mut text = report::markdown_report(parts, Some(real), quick);
+    let mut text = report::markdown_report(parts, real, quick);
     if !skipped.is_empty() {
         text.push_str("## Scenarios that could not run\n\n");
         for s in skipped {
@@ -379,10 +436,10 @@ fn write_report(
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     let path = root.join("report.md");
     std::fs::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
-    let real_plots = match real {
+    let real_plots = real.iter().flat_map(|rc| match rc {
         RealComparison::Available(rs) => rs.plots.as_slice(),
         RealComparison::NotAvailable(_) => &[],
-    };
+    });
     let svgs = parts
         .iter()
         .flat_map(|p| &p.sections)
@@ -420,24 +477,31 @@ fn rebuild(root: &Path) -> anyhow::Result<ExitCode> {
             sections,
         });
     }
-    let real = match manifest.real {
-        Some(RealEntry::Available {
-            sim,
-            real,
-            source,
-            control,
-        }) => real_from_stored(
-            root,
-            &root.join(sim),
-            &root.join(real),
-            control.map(|c| root.join(c)).as_deref(),
-            source,
-        )?,
-        Some(RealEntry::NotAvailable { reason }) => RealComparison::NotAvailable(reason),
-        None => RealComparison::NotAvailable(format!(
+    let real = if manifest.real.is_empty() {
+        vec![RealComparison::NotAvailable(format!(
             "{} was written by a build without this part",
             file.display()
-        )),
+        ))]
+    } else {
+        manifest
+            .real
+            .into_iter()
+            .map(|entry| match entry {
+                RealEntry::Available {
+                    sim,
+                    real,
+                    source,
+                    control,
+                } => real_from_stored(
+                    root,
+                    &root.join(sim),
+                    &root.join(real),
+                    control.map(|c| root.join(c)).as_deref(),
+                    source,
+                ),
+                RealEntry::NotAvailable { reason } => Ok(RealComparison::NotAvailable(reason)),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
     };
     let (md, html) = write_report(root, &parts, &real, manifest.quick, &manifest.skipped)?;
     crate::util::out(&format!(
@@ -472,7 +536,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         quick: args.quick,
         parts: Vec::new(),
         skipped: Vec::new(),
-        real: None,
+        real: Vec::new(),
     };
     let mut done = 0;
     for (title, intro, files) in groups {
@@ -540,16 +604,14 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
             sections,
         });
     }
-    eprintln!(
-        "[real] {} against its stored real results ({:.0} s so far)",
-        args.real_scenario.display(),
-        wall::seconds_since(started)
-    );
-    let (real, entry) = real_part(&args)?;
-    if let RealComparison::NotAvailable(why) = &real {
-        eprintln!("thinstream: real sockets vs the simulator not available: {why}");
+    let mut real = Vec::new();
+    for (rc, entry) in real_part(&args)? {
+        if let RealComparison::NotAvailable(why) = &rc {
+            eprintln!("thinstream: real sockets vs the simulator not available: {why}");
+        }
+        real.push(rc);
+        manifest.real.push(entry);
     }
-    manifest.real = Some(entry);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let manifest_path = args.out.join(MANIFEST);

@@ -386,10 +386,16 @@ receiver = "linux"
     let (code, _, stderr) = run(&["reproduce", "--from", dir.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("manifest.json"), "{stderr}");
-    // No stored real results where the default points (the test runs in
-    // the crate's folder): the part says so, nothing fails.
+    // No stored real results where the defaults point (the test runs in
+    // the crate's folder): the part says so for each, nothing fails.
     assert!(
-        first_md.contains("# Real sockets vs the simulator\n\nNot available: no stored real results at scenarios/real/"),
+        first_md.contains("# Real sockets vs the simulator\n\n## Not available\n\nNot available: no stored real results at scenarios/real/000-fig8-uniform-10min"),
+        "{first_md}"
+    );
+    assert!(
+        first_md.contains(
+            "Not available: no stored real results at scenarios/real/thin-tcp-kernel-10min"
+        ),
         "{first_md}"
     );
     assert!(

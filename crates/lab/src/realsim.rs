@@ -246,7 +246,32 @@ fn mark(a: Agreement) -> String {
 /// per latency kind, the table of the summary kind, plots, the CSV and the
 /// scenario's explanation.
 pub fn markdown(rc: &RealComparison) -> String {
+    format!("# {TITLE}\n\n{}", body(rc))
+}
+
+/// The part for several stored real results: one heading, then each
+/// comparison under its scenario's name (one alone reads as
+/// [`markdown`]).
+pub fn markdown_all(rcs: &[RealComparison]) -> String {
+    if let [one] = rcs {
+        return markdown(one);
+    }
     let mut out = format!("# {TITLE}\n\n");
+    for rc in rcs {
+        match rc {
+            RealComparison::Available(rs) => {
+                let _ = writeln!(out, "## {}\n", rs.sim.scenario);
+            }
+            RealComparison::NotAvailable(_) => out.push_str("## Not available\n\n"),
+        }
+        out.push_str(&body(rc));
+    }
+    out
+}
+
+/// One comparison without the part's heading.
+fn body(rc: &RealComparison) -> String {
+    let mut out = String::new();
     let rs = match rc {
         RealComparison::NotAvailable(why) => {
             let _ = writeln!(out, "Not available: {why}.\n");
@@ -255,15 +280,26 @@ pub fn markdown(rc: &RealComparison) -> String {
         RealComparison::Available(rs) => rs,
     };
     let (sim, real) = (&rs.sim, &rs.real);
+    let kernel_tcp = real
+        .real
+        .as_ref()
+        .is_some_and(|i| i.runs.iter().any(|r| r.kernel_tcp.is_some()));
+    let how = if kernel_tcp {
+        "the host kernel's TCP between two network namespaces joined by the link emulator, \
+         one clock for the emulator and both applications, the trace records derived from the \
+         packets the emulator relayed and from the applications' writes and reads"
+    } else {
+        "both endpoints and the link emulator on its loopback with one clock"
+    };
     let _ = writeln!(
         out,
         "`{}` ({}) on real sockets, `thinstream run --real`: every run (variant × repetition) in \
-         its own network namespace, both endpoints and the link emulator on its loopback with one \
-         clock, in real time, through the scenario's links with the simulator's link seeds for \
-         that run and the workload from the run's seed, analysed by the simulator's own analysis \
-         of both endpoints' traces. The real results are stored in the repository \
-         (`{}`, copied to `{}`); the simulated side is the same scenario run by this `reproduce` \
-         with the same master seed, repetitions and duration (`{}`; not shortened by `--quick`).\n",
+         its own network namespace, {how}, in real time, through the scenario's links with the \
+         simulator's link seeds for that run and the workload from the run's seed, analysed by \
+         the simulator's own analysis of both endpoints' traces. The real results are stored in \
+         the repository (`{}`, copied to `{}`); the simulated side is the same scenario run by \
+         this `reproduce` with the same master seed, repetitions and duration (`{}`; not \
+         shortened by `--quick`).\n",
         sim.scenario, sim.description, rs.source, rs.real_path, rs.sim_path
     );
     let _ = writeln!(out, "- real: {}", compare::describe(real));
@@ -523,5 +559,53 @@ discussion = ["why they differ: a test paragraph"]
             md,
             "# Real sockets vs the simulator\n\nNot available: no stored real results.\n\n"
         );
+    }
+
+    // Several stored real results: one part, a heading per scenario, each
+    // comparison complete; a kernel TCP run says how it was made; one
+    // comparison alone reads as before.
+    #[test]
+    fn several_comparisons_share_one_part() {
+        let sim = simulated();
+        let real = fixture(&sim);
+        let mut tcp_real = real.clone();
+        tcp_real.scenario = "realsim-tcp".into();
+        if let Some(info) = tcp_real.real.as_mut() {
+            info.runs.push(crate::RealRun {
+                index: 0,
+                variant: "linux".into(),
+                repetition: 0,
+                point: None,
+                started_s: 0.0,
+                wall_s: 1.0,
+                flows: 1,
+                messages: 1,
+                received: 1,
+                echoes: None,
+                emulator: serde_json::Value::Null,
+                app_wake_late_us: None,
+                kernel_tcp: Some(serde_json::json!({"settings": {"congestion": "reno"}})),
+            });
+        }
+        let mut tcp_sim = sim.clone();
+        tcp_sim.scenario = "realsim-tcp".into();
+        let all = [
+            RealComparison::Available(Box::new(comparison(sim.clone(), real, None))),
+            RealComparison::Available(Box::new(comparison(tcp_sim, tcp_real, None))),
+            RealComparison::NotAvailable("no stored real results at y".into()),
+        ];
+        let md = markdown_all(&all);
+        assert_eq!(
+            md.matches("# Real sockets vs the simulator\n").count(),
+            1,
+            "{md}"
+        );
+        let (first, rest) = md.split_at(md.find("## realsim-tcp\n").expect("second heading"));
+        assert!(first.contains("## realsim-test\n"), "{first}");
+        assert!(first.contains("both endpoints and the link emulator on its loopback"));
+        assert!(rest.contains("the host kernel's TCP between two network namespaces"));
+        assert_eq!(md.matches("| **differs** |").count(), 2, "{md}");
+        assert!(rest.contains("## Not available\n\nNot available: no stored real results at y."));
+        assert_eq!(markdown_all(&all[..1]), markdown(&all[0]));
     }
 }

@@ -648,7 +648,7 @@ fn summary_rows(sections: &[Section], out: &mut String, total: &mut [usize; 4]) 
 }
 
 /// The header, summary of verdicts and table of contents.
-fn front_matter(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> String {
+fn front_matter(parts: &[Part], real: &[RealComparison], quick: bool) -> String {
     let mut out = String::from("# thinstream reproduction report\n\n");
     let _ = writeln!(
         out,
@@ -695,7 +695,7 @@ fn front_matter(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> S
             .map(|s| s.plots.len())
             .sum::<usize>()
     );
-    if let Some(rc) = real {
+    for rc in real {
         out.push_str(&crate::realsim::summary_line(rc));
         out.push('\n');
     }
@@ -721,7 +721,7 @@ fn front_matter(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> S
             );
         }
     }
-    if real.is_some() {
+    if !real.is_empty() {
         let _ = writeln!(
             out,
             "- [{}](#{})",
@@ -750,12 +750,13 @@ pub fn markdown(sections: &[Section], quick: bool) -> String {
 /// (its title as a top-level heading when there are several) with one
 /// section per scenario.
 pub fn markdown_parts(parts: &[Part], quick: bool) -> String {
-    markdown_report(parts, None, quick)
+    markdown_report(parts, &[], quick)
 }
 
 /// [`markdown_parts`] and, after the parts, the real-against-simulated
-/// part ([`crate::realsim`]) if given (its summary line at the top).
-pub fn markdown_report(parts: &[Part], real: Option<&RealComparison>, quick: bool) -> String {
+/// part ([`crate::realsim`]) with each of `real` (their summary lines at
+/// the top; none: no part).
+pub fn markdown_report(parts: &[Part], real: &[RealComparison], quick: bool) -> String {
     let mut out = front_matter(parts, real, quick);
     for part in parts {
         if parts.len() > 1 && !part.title.is_empty() {
@@ -768,8 +769,8 @@ pub fn markdown_report(parts: &[Part], real: Option<&RealComparison>, quick: boo
             out.push_str(&scenario_section(sec));
         }
     }
-    if let Some(rc) = real {
-        out.push_str(&crate::realsim::markdown(rc));
+    if !real.is_empty() {
+        out.push_str(&crate::realsim::markdown_all(real));
     }
     out
 }
