@@ -92,10 +92,10 @@ pub(crate) struct WorkerArgs {
 
 /// Writes `flows`' trace records, one JSON object per line as `run
 /// --records` does: {"endpoint": "flow0.a", "record": {...}}.
-pub(crate) fn write_records(path: &Path, flows: &[(String, &[Record])]) -> anyhow::Result<()> {
+pub(crate) fn write_records(path: &Path, flows: &[(String, Vec<Record>)]) -> anyhow::Result<()> {
     let mut text = String::new();
     for (endpoint, list) in flows {
-        for r in *list {
+        for r in list {
             let line = serde_json::json!({ "endpoint": endpoint, "record": r });
             text.push_str(&line.to_string());
             text.push('\n');
@@ -795,7 +795,7 @@ fn read_payload(data: &[u8]) -> (Option<u64>, bool) {
 /// of the schedule, and the first of the problems `check_delivery` finds.
 /// `words`: who received, what (plural), what (as `check_delivery` names
 /// it), and the kind of problem.
-pub(crate) fn fault_on_delivery(
+fn fault_on_delivery(
     faults: &mut Vec<String>,
     name: &str,
     got: &Got,
@@ -816,6 +816,22 @@ pub(crate) fn fault_on_delivery(
             problems.len()
         ));
     }
+}
+
+/// [`fault_on_delivery`] for what a receiving application read.
+pub(crate) fn fault_on_messages(faults: &mut Vec<String>, name: &str, got: &Got, schedule: &[Due]) {
+    fault_on_delivery(
+        faults,
+        name,
+        got,
+        schedule,
+        [
+            "the receiving application",
+            "messages",
+            "message",
+            "delivery",
+        ],
+    );
 }
 
 /// Problems in what an application read against what was sent: each
@@ -945,7 +961,6 @@ async fn real_run(
     records: Option<&Path>,
 ) -> anyhow::Result<WorkerOutput> {
     let wall_start = thinstream_lab::wall::now();
-    let variant = &plan.variants[spec.variant];
     let (flows, receiver) = the_flows(plan, spec).map_err(|e| anyhow!(e))?;
     let ((forward, forward_seed), (reverse, reverse_seed)) =
         thinstream_lab::two_host_links(plan, spec)
@@ -1199,18 +1214,7 @@ async fn real_run(
             None => Got::new(),
         };
         got_total += got.len() as u64;
-        fault_on_delivery(
-            &mut faults,
-            &name,
-            &got,
-            &f.schedule,
-            [
-                "the receiving application",
-                "messages",
-                "message",
-                "delivery",
-            ],
-        );
+        fault_on_messages(&mut faults, &name, &got, &f.schedule);
         if let Some(r) = c.echoes.take() {
             let echoes = r.await.unwrap_or_default();
             echoes_total += echoes.len() as u64;
@@ -1284,9 +1288,7 @@ async fn real_run(
         analyses.push(analysis);
     }
     if let Some(path) = records {
-        let lists: Vec<(String, &[Record])> =
-            kept.iter().map(|(e, l)| (e.clone(), &l[..])).collect();
-        write_records(path, &lists)?;
+        write_records(path, &kept)?;
     }
     let record = run_record(
         plan,
@@ -1302,24 +1304,38 @@ async fn real_run(
         wall_start,
         faults,
     )?;
-    Ok(WorkerOutput {
-        record,
-        real: RealRun {
-            index: spec.index,
-            variant: variant.spec.name.clone(),
-            repetition: spec.repetition,
-            point: spec.point.map(|p| plan.points[p].label()),
-            started_s: 0.0,
-            wall_s: thinstream_lab::wall::seconds_since(wall_start),
-            flows: flows.len(),
-            messages: n,
-            received: got_total,
-            echoes: echo.then_some(echoes_total),
-            emulator: serde_json::to_value(&report)?,
-            app_wake_late_us: quantiles_us(late_ns),
-            kernel_tcp: None,
-        },
-    })
+    let mut real = real_info(plan, spec, wall_start, flows.len(), n, got_total, late_ns);
+    real.echoes = echo.then_some(echoes_total);
+    real.emulator = serde_json::to_value(&report)?;
+    Ok(WorkerOutput { record, real })
+}
+
+/// A real run's `real.runs[]` entry: what every run has (the emulator's
+/// report, echoes and kernel TCP left for the caller).
+pub(crate) fn real_info(
+    plan: &Plan,
+    spec: &RunSpec,
+    wall_start: thinstream_lab::wall::WallInstant,
+    flows: usize,
+    messages: u64,
+    received: u64,
+    late_ns: Vec<u64>,
+) -> RealRun {
+    RealRun {
+        index: spec.index,
+        variant: plan.variants[spec.variant].spec.name.clone(),
+        repetition: spec.repetition,
+        point: spec.point.map(|p| plan.points[p].label()),
+        started_s: 0.0,
+        wall_s: thinstream_lab::wall::seconds_since(wall_start),
+        flows,
+        messages,
+        received,
+        echoes: None,
+        emulator: serde_json::Value::Null,
+        app_wake_late_us: quantiles_us(late_ns),
+        kernel_tcp: None,
+    }
 }
 
 /// A run's flows after analysis: the measured ones (`analyses`), the
@@ -1398,7 +1414,7 @@ pub(crate) fn run_record(
 
 /// p50, p99 and max of nanosecond values, in microseconds (`None` if
 /// there are none).
-pub(crate) fn quantiles_us(mut ns: Vec<u64>) -> Option<[f64; 3]> {
+fn quantiles_us(mut ns: Vec<u64>) -> Option<[f64; 3]> {
     if ns.is_empty() {
         return None;
     }

@@ -50,14 +50,14 @@ use thinstream::clock::Clock;
 use thinstream::emulate::tun::{TapPoint, TunConfig, TunEmulator, TUN_ADDR_B};
 use thinstream_base::trace::{Record, SentData, TxReason, Units};
 use thinstream_base::{Duration, Instant};
-use thinstream_lab::{Plan, RealRun, RunSpec, TransportConfig};
+use thinstream_lab::{Plan, RunSpec, TransportConfig};
 use thinstream_link::HoldLimit;
 use thinstream_metrics::{AnalysisOptions, AppSend, FlowAnalysis, FlowInput};
 use thinstream_tcp::TcpConfig;
 
 use crate::real::{
-    fault_on_delivery, payload, quantiles_us, run_record, write_records, Analysed, Due, Got,
-    RealFlow, WorkerOutput,
+    fault_on_messages, payload, real_info, run_record, write_records, Analysed, Due, Got, RealFlow,
+    WorkerOutput,
 };
 
 /// A resend this soon after an ACK reached the sender is taken as sent
@@ -651,7 +651,6 @@ pub(crate) fn run(
     records: Option<&std::path::Path>,
 ) -> anyhow::Result<WorkerOutput> {
     let wall_start = thinstream_lab::wall::now();
-    let variant = &plan.variants[spec.variant];
     let ((forward, forward_seed), (reverse, reverse_seed)) =
         thinstream_lab::two_host_links(plan, spec)
             .ok_or_else(|| anyhow!("--real runs two-host scenarios only"))?;
@@ -800,18 +799,7 @@ pub(crate) fn run(
             }
         };
         got_total += got.len() as u64;
-        fault_on_delivery(
-            &mut faults,
-            &name,
-            &got,
-            &f.schedule,
-            [
-                "the receiving application",
-                "messages",
-                "message",
-                "delivery",
-            ],
-        );
+        fault_on_messages(&mut faults, &name, &got, &f.schedule);
         let tap = taps
             .remove(&(BASE_PORT + k as u16))
             .ok_or_else(|| anyhow!("{name}: no tap"))?;
@@ -856,38 +844,21 @@ pub(crate) fn run(
         a.analyses.push(analysis);
     }
     if let Some(path) = records {
-        let lists: Vec<(String, &[Record])> =
-            kept.iter().map(|(e, l)| (e.clone(), &l[..])).collect();
-        write_records(path, &lists)?;
+        write_records(path, &kept)?;
     }
     let record = run_record(plan, spec, a, end, wall_start, faults)?;
-    let kernel = kernels.first().cloned();
-    Ok(WorkerOutput {
-        record,
-        real: RealRun {
-            index: spec.index,
-            variant: variant.spec.name.clone(),
-            repetition: spec.repetition,
-            point: spec.point.map(|p| plan.points[p].label()),
-            started_s: 0.0,
-            wall_s: thinstream_lab::wall::seconds_since(wall_start),
-            flows: flows.len(),
-            messages: n,
-            received: got_total,
-            echoes: None,
-            emulator: serde_json::to_value(&report)?,
-            app_wake_late_us: quantiles_us(late_ns),
-            kernel_tcp: Some(serde_json::json!({
-                "settings": kernel,
-                "kernel_release": std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                    .map(|s| s.trim().to_string())
-                    .ok(),
-                "retransmissions_on_ack": ack_clocked,
-                "retransmissions_by_timer": timer,
-                "ack_clocked_within_ms": ACK_CLOCKED.as_secs_f64() * 1e3,
-            })),
-        },
-    })
+    let mut real = real_info(plan, spec, wall_start, flows.len(), n, got_total, late_ns);
+    real.emulator = serde_json::to_value(&report)?;
+    real.kernel_tcp = Some(serde_json::json!({
+        "settings": kernels.first(),
+        "kernel_release": std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .ok(),
+        "retransmissions_on_ack": ack_clocked,
+        "retransmissions_by_timer": timer,
+        "ack_clocked_within_ms": ACK_CLOCKED.as_secs_f64() * 1e3,
+    }));
+    Ok(WorkerOutput { record, real })
 }
 
 #[cfg(test)]
