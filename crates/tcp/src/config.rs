@@ -122,6 +122,14 @@ pub struct TcpConfig {
     /// then stays `min_rtt / 4` in recovery too.
     #[serde(default)]
     pub dsack: bool,
+    /// Linux's timer wheel at this HZ: every timer (retransmission,
+    /// probe, RACK's reordering timer, delayed ACK) is armed in whole
+    /// jiffies and fires at its wheel bucket, rounded up to the level's
+    /// granularity (1 jiffy up to 62, 8 up to 503, 64 up to 4031 jiffies),
+    /// never early: at HZ 250 a 300 ms RTO fires 4-36 ms late. `None`:
+    /// every timer fires at its exact time.
+    #[serde(default)]
+    pub timer_hz: Option<u32>,
     /// RACK-TLP loss detection; `None` uses DupThresh / RFC 6675 `IsLost`.
     pub rack: Option<RackConfig>,
     /// Receive buffer (the advertised window), bytes.
@@ -226,6 +234,7 @@ impl TcpConfig {
             retrans_collapse: false,
             prr: false,
             dsack: false,
+            timer_hz: None,
             rack: None,
             rcv_buf: 256 * 1024,
             snd_buf: 256 * 1024,
@@ -276,6 +285,8 @@ impl TcpConfig {
             retrans_collapse: true,
             prr: true,
             dsack: true,
+            // The kernel measured against (Linux 6.18, CONFIG_HZ=250).
+            timer_hz: Some(250),
             rack: Some(RackConfig {
                 tlp: true,
                 tlp_max_ack_delay: Duration::from_millis(200),
@@ -370,6 +381,11 @@ impl TcpConfig {
         }
         if self.rcv_buf > (1 << 30) {
             return bad("rcv_buf above 1 GiB cannot be advertised");
+        }
+        if self.timer_hz.is_some_and(|hz| !(24..=10_000).contains(&hz)) {
+            return bad(
+                "timer_hz must be within 24..=10000 (Linux's CONFIG_HZ: 100, 250, 300, 1000)",
+            );
         }
         if let Some(d) = self.delayed_ack {
             if d.is_zero() || d > Duration::from_millis(500) {

@@ -201,7 +201,8 @@ impl TcpConnection {
                 cfg.quickack_initial,
                 cfg.ack_pushed_on_read,
                 cfg.dsack,
-            ),
+            )
+            .on_timer_wheel(cfg.timer_hz),
             cwnd: 0,
             ssthresh: u64::MAX / 4,
             cfg,
@@ -480,7 +481,12 @@ impl TcpConnection {
             Flags::SYN | Flags::ACK
         };
         self.emit(now, 0, flags, None, Vec::new(), true);
-        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+        self.rtx_timer = Some((self.timer_at(now, now + self.rtt.rto()), TimerKind::Rto));
+    }
+
+    /// When a timer armed now for `at` fires (config `timer_hz`).
+    pub(crate) fn timer_at(&self, now: Instant, at: Instant) -> Instant {
+        crate::timer::fire_at(self.cfg.timer_hz, now, at)
     }
 
     pub(crate) fn discard(&mut self, now: Instant, why: &str) {

@@ -146,6 +146,10 @@
 //!   armed by new data is capped by the RTO of the oldest outstanding
 //!   segment, not the RTO from now (`RackConfig::tlp_rto_from_head`, Linux
 //!   `tcp_schedule_loss_probe`).
+//! - Timers fire at their exact times, except with `timer_hz` (set to 250 by
+//!   `linux-modern`): then every timer is armed in whole jiffies on a model
+//!   of Linux's timer wheel and fires at its bucket, never early (a 300 ms
+//!   RTO 4-36 ms late at HZ 250; `timer` module).
 //! - Linear timeouts apply only in ESTABLISHED (002 §4.1.3), like the patch.
 
 pub mod config;
@@ -156,6 +160,7 @@ mod recovery;
 mod rtt;
 pub mod segment;
 mod sender;
+mod timer;
 
 pub use config::{
     CwndUnit, InitialWindow, ProfileError, RackConfig, RttEstimator, TcpConfig, ThinConfig,

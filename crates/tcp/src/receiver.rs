@@ -36,6 +36,9 @@ pub(crate) struct Receiver {
     rcv_buf: u64,
     // ACK schedule.
     delayed_ack: Option<Duration>,
+    /// The kernel timer wheel the delayed-ACK timer is armed on (config
+    /// `timer_hz`; set by the connection).
+    pub(crate) timer_hz: Option<u32>,
     pub(crate) delack_deadline: Option<Instant>,
     pub(crate) ack_now: bool,
     pending_bytes: u64,
@@ -66,6 +69,12 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
+    /// Arms the delayed-ACK timer on the kernel's timer wheel at `hz`.
+    pub(crate) fn on_timer_wheel(mut self, hz: Option<u32>) -> Receiver {
+        self.timer_hz = hz;
+        self
+    }
+
     pub(crate) fn new(
         rcv_buf: u32,
         delayed_ack: Option<Duration>,
@@ -82,6 +91,7 @@ impl Receiver {
             sack_recent: Vec::new(),
             rcv_buf: u64::from(rcv_buf),
             delayed_ack,
+            timer_hz: None,
             delack_deadline: None,
             ack_now: false,
             pending_bytes: 0,
@@ -293,7 +303,7 @@ impl Receiver {
                 self.ack_now = true;
             } else if self.delack_deadline.is_none() {
                 if let Some(d) = self.delayed_ack {
-                    self.delack_deadline = Some(now + d);
+                    self.delack_deadline = Some(crate::timer::fire_at(self.timer_hz, now, now + d));
                 }
             }
         }

@@ -355,7 +355,7 @@ impl TcpConnection {
             );
             let (marked, timeout) = rack.detect_loss(now, &mut self.sq.rtx, reo);
             rack_marked = marked;
-            self.reo_timer = timeout;
+            self.reo_timer = timeout.map(|t| self.timer_at(now, t));
         } else if self.sack_ok && self.ca == CaState::Recovery {
             self.sq.mark_lost_by_sack(dupthresh, self.mss);
         }
@@ -590,7 +590,7 @@ impl TcpConnection {
         } else {
             self.rtt.back_off();
         }
-        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+        self.rtx_timer = Some((self.timer_at(now, now + self.rtt.rto()), TimerKind::Rto));
     }
 
     /// The tail loss probe timer fired (RFC 8985 §7.3).
@@ -613,7 +613,7 @@ impl TcpConnection {
             self.send_segment(now, i, TxReason::Probe);
         }
         self.tlp_high_seq = Some(self.snd_nxt());
-        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+        self.rtx_timer = Some((self.timer_at(now, now + self.rtt.rto()), TimerKind::Rto));
     }
 
     /// RACK's reordering timer fired (RFC 8985 §6.3).
@@ -630,7 +630,7 @@ impl TcpConnection {
             self.rtt.srtt(),
         );
         let (marked, timeout) = rack.detect_loss(now, &mut self.sq.rtx, reo);
-        self.reo_timer = timeout;
+        self.reo_timer = timeout.map(|t| self.timer_at(now, t));
         if marked && matches!(self.ca, CaState::Open | CaState::Disorder) {
             self.enter_recovery(now);
             if self.cfg.prr {
@@ -657,11 +657,13 @@ impl TcpConnection {
             }
             _ => None,
         };
-        let rto_deadline = match (self.rtx_timer, head_rto) {
-            (Some((t, TimerKind::Rto)), _) if !restart => t,
+        // The RTO's deadline, and whether it is an armed timer kept as is
+        // (already on the kernel's wheel with `timer_hz`).
+        let (rto_deadline, kept) = match (self.rtx_timer, head_rto) {
+            (Some((t, TimerKind::Rto)), _) if !restart => (t, true),
             // Linux `tcp_rearm_rto` with a probe pending: at least one tick.
-            (Some((_, TimerKind::Pto)), Some(h)) => h.max(now),
-            _ => now + self.rtt.rto(),
+            (Some((_, TimerKind::Pto)), Some(h)) => (h.max(now), false),
+            _ => (now + self.rtt.rto(), false),
         };
         let tlp = self.cfg.rack.is_some_and(|r| r.tlp)
             && self.sack_ok
@@ -685,7 +687,8 @@ impl TcpConnection {
                     Some(_) => now + pto,
                     None => rto_deadline,
                 };
-                self.rtx_timer = Some(((now + pto).min(cap), TimerKind::Pto));
+                let at = (now + pto).min(cap);
+                self.rtx_timer = Some((self.timer_at(now, at), TimerKind::Pto));
                 return;
             }
         }
@@ -693,7 +696,12 @@ impl TcpConnection {
             || self.rtx_timer.is_none()
             || matches!(self.rtx_timer, Some((_, TimerKind::Pto))) && !tlp
         {
-            self.rtx_timer = Some((rto_deadline, TimerKind::Rto));
+            let at = if kept {
+                rto_deadline
+            } else {
+                self.timer_at(now, rto_deadline)
+            };
+            self.rtx_timer = Some((at, TimerKind::Rto));
         }
     }
 
@@ -748,7 +756,8 @@ impl TcpConnection {
                         // retransmission made close to the RTO deadline
                         // (thin streams: third dupACK ≈ RTO) is followed by a
                         // timeout retransmission of the same segment.
-                        self.rtx_timer = Some((now + self.rtt.rto(), TimerKind::Rto));
+                        self.rtx_timer =
+                            Some((self.timer_at(now, now + self.rtt.rto()), TimerKind::Rto));
                     }
                     continue;
                 }

@@ -6,6 +6,15 @@ use thinstream_base::trace::TxReason;
 use thinstream_base::Instant;
 use thinstream_tcp::TcpConfig;
 
+/// `linux-modern` with exact timers: the instants below are RACK-TLP's
+/// arithmetic; the kernel's timer wheel (`timer_hz`) has its own test.
+fn exact_modern() -> TcpConfig {
+    TcpConfig {
+        timer_hz: None,
+        ..TcpConfig::linux_modern()
+    }
+}
+
 /// Five 100-byte messages 1 ms apart from 1 s on a 20 ms RTT path; the first
 /// transmissions of the last two are lost. Returns the net after 5 s.
 fn tail_loss(cfg: TcpConfig) -> Net {
@@ -26,7 +35,7 @@ fn tail_loss(cfg: TcpConfig) -> Net {
 
 #[test]
 fn tail_loss_probe_recovers_much_faster_than_the_rto() {
-    let modern = tail_loss(TcpConfig::linux_modern());
+    let modern = tail_loss(exact_modern());
     // ACKs for the first three arrive at 1020..1022; with two segments still
     // out the PTO is 2·SRTT = 40 ms: the probe resends the last segment at 1062.
     assert_eq!(modern.sends_of(0, 400)[1], (at(1062), TxReason::Probe));
@@ -42,7 +51,7 @@ fn tail_loss_probe_recovers_much_faster_than_the_rto() {
 
     // The same profile without RACK-TLP waits for the RTO (SRTT + 200 ms
     // after the last ACK at 1022).
-    let mut no_rack = TcpConfig::linux_modern();
+    let mut no_rack = exact_modern();
     no_rack.rack = None;
     let old = tail_loss(no_rack);
     assert_eq!(
@@ -58,7 +67,7 @@ fn tail_loss_probe_recovers_much_faster_than_the_rto() {
 fn single_segment_tail_loss_probe_waits_for_the_ack_delay_but_not_past_the_rto() {
     // One message alone, lost once: PTO = 2·SRTT + 200 ms = 240 ms, capped
     // by the RTO (SRTT + 200 ms = 220 ms): the probe leaves at 1220.
-    let cfg = TcpConfig::linux_modern();
+    let cfg = exact_modern();
     let mut net = Net::pair(&cfg, &cfg, ms(10));
     let mut first = true;
     net.drop_rule = Some(Box::new(move |p| {
@@ -75,10 +84,31 @@ fn single_segment_tail_loss_probe_waits_for_the_ack_delay_but_not_past_the_rto()
 }
 
 #[test]
+fn on_the_kernel_s_timer_wheel_the_probe_leaves_at_the_next_jiffy_bucket() {
+    // The single-segment case above with `linux-modern`'s HZ 250: the
+    // 220 ms probe armed at 1000 ms (jiffy 250) is 55 jiffies, level 0,
+    // bucket 306: it leaves at 1224 ms instead of 1220.
+    let cfg = TcpConfig::linux_modern();
+    assert_eq!(cfg.timer_hz, Some(250));
+    let mut net = Net::pair(&cfg, &cfg, ms(10));
+    let mut first = true;
+    net.drop_rule = Some(Box::new(move |p| {
+        let hit = p.from == 0 && p.units.is_some() && first;
+        first &= !hit;
+        hit
+    }));
+    net.run_until(at(1000));
+    net.send(0, &[9; 100]);
+    net.run_until(at(3000));
+    assert_eq!(net.sends_of(0, 0)[1], (at(1224), TxReason::Probe));
+    assert_eq!(net.rx[1], vec![9; 100]);
+}
+
+#[test]
 fn rack_detects_loss_by_time_with_reordering_window() {
     // Ten messages 1 ms apart, the third lost: RACK marks it lost once a
     // later segment is delivered and RACK.rtt + min_rtt/4 has passed since it was sent.
-    let cfg = TcpConfig::linux_modern();
+    let cfg = exact_modern();
     let mut net = Net::pair(&cfg, &cfg, ms(10));
     net.drop_rule = Some(Box::new(|p| {
         p.from == 0 && p.units == Some((200, 300)) && p.time < at(1010)
@@ -103,7 +133,7 @@ fn rack_detects_loss_by_time_with_reordering_window() {
 fn rack_reordering_timer_marks_the_loss() {
     // Four messages, the third lost: one SACK only (1023), so the loss is
     // declared by the reordering timer at 1002 + 20 ms + min_rtt/4 = 1027.
-    let cfg = TcpConfig::linux_modern();
+    let cfg = exact_modern();
     let mut net = Net::pair(&cfg, &cfg, ms(10));
     net.drop_rule = Some(Box::new(|p| {
         p.from == 0 && p.units == Some((200, 300)) && p.time < at(1010)
@@ -144,7 +174,7 @@ fn modern_linux_collapses_following_segments_into_a_timeout_retransmission() {
             .map(|(_, d)| (d.units.start, d.units.end, d.reason))
             .collect::<Vec<_>>()
     };
-    let mut modern = TcpConfig::linux_modern();
+    let mut modern = exact_modern();
     modern.rack = None; // the RTO path, no probe
     assert_eq!(
         run(modern),
@@ -196,11 +226,11 @@ fn prr_holds_a_write_in_recovery_until_an_ack_delivers_data() {
     // one segment, so only the retransmission left; with nothing more in
     // flight to be acknowledged, the write waits for the retransmission's
     // ACK (1200), which ends recovery.
-    let modern = TcpConfig::linux_modern();
+    let modern = exact_modern();
     assert!(modern.prr);
     assert_eq!(write_during_recovery(&modern), at(1200));
     // RFC 6675's `cwnd = ssthresh` (5 segments) lets it out at once.
-    let mut rfc6675 = TcpConfig::linux_modern();
+    let mut rfc6675 = exact_modern();
     rfc6675.prr = false;
     assert_eq!(write_during_recovery(&rfc6675), at(1101));
 }
@@ -219,7 +249,7 @@ fn lost_behind_writes(p: &Pkt<'_>) -> bool {
 /// That stream: the sends of message 7 (written at 1630) and whether RACK
 /// has seen reordering by 3 s.
 fn probe_behind_writes(from_head: bool) -> (Vec<(Instant, TxReason)>, bool) {
-    let mut cfg = TcpConfig::linux_modern();
+    let mut cfg = exact_modern();
     if let Some(r) = cfg.rack.as_mut() {
         r.tlp_rto_from_head = from_head;
     }
@@ -259,7 +289,7 @@ fn a_spurious_timeout_s_d_sack_after_reordering_widens_the_window() {
     // and its D-SACK (below the cumulative ACK once ACKs pass again) widens
     // the window by one min_rtt/4 step.
     let run = |adaptive: bool| {
-        let mut cfg = TcpConfig::linux_modern();
+        let mut cfg = exact_modern();
         if let Some(r) = cfg.rack.as_mut() {
             r.adaptive_reo_wnd = adaptive;
         }
