@@ -25,7 +25,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) pcap: Option<PathBuf>,
     /// Write every trace record of one run (the first, or --pcap-run) here,
-    /// one JSON object per line: {"endpoint": "flow0.a", "record": {...}}.
+    /// one JSON object per line: {"endpoint": "flow0.a", "record": {...}}
+    /// (also with --real).
     #[arg(long)]
     pub(crate) records: Option<PathBuf>,
     /// Which run index --pcap and --records keep.
@@ -64,9 +65,13 @@ pub(crate) struct Args {
     /// and `unshare` needed), both endpoints and the link emulator on its
     /// 127.0.0.1, up to --jobs runs at once (default: every run, at most
     /// 16). Two-host scenarios with SCTP flows (several: one association
-    /// each, all on the scenario's two links) into sinks or echo peers. Writes
-    /// the same results.json with `mode = "real"` (default folder
-    /// out/<scenario>-real; per-run records and logs in its runs/).
+    /// each, all on the scenario's two links) into sinks or echo peers, or
+    /// TCP variants whose model is the host kernel (`linux-modern`, `+lt`,
+    /// `+nosack`: the kernel's TCP between two namespaces joined by the
+    /// emulator's TUN devices; /dev/net/tun needed). Writes the same
+    /// results.json with `mode = "real"` (default folder
+    /// out/<scenario>-real; per-run logs in its runs/; --records FILE keeps
+    /// run --pcap-run's trace records).
     #[arg(long)]
     pub(crate) real: bool,
     /// With --real: allow runs longer than 30 minutes (generation + drain).
