@@ -63,12 +63,10 @@ fn tail_loss_probe_recovers_much_faster_than_the_rto() {
     assert!(done_old - done_modern >= ms(150));
 }
 
-#[test]
-fn single_segment_tail_loss_probe_waits_for_the_ack_delay_but_not_past_the_rto() {
-    // One message alone, lost once: PTO = 2·SRTT + 200 ms = 240 ms, capped
-    // by the RTO (SRTT + 200 ms = 220 ms): the probe leaves at 1220.
-    let cfg = exact_modern();
-    let mut net = Net::pair(&cfg, &cfg, ms(10));
+/// One 100-byte message at 1 s on a 20 ms RTT path, its first copy lost;
+/// returns the net after 3 s, the message delivered.
+fn lone_message_lost_once(cfg: &TcpConfig) -> Net {
+    let mut net = Net::pair(cfg, cfg, ms(10));
     let mut first = true;
     net.drop_rule = Some(Box::new(move |p| {
         let hit = p.from == 0 && p.units.is_some() && first;
@@ -78,8 +76,16 @@ fn single_segment_tail_loss_probe_waits_for_the_ack_delay_but_not_past_the_rto()
     net.run_until(at(1000));
     net.send(0, &[9; 100]);
     net.run_until(at(3000));
-    assert_eq!(net.sends_of(0, 0)[1], (at(1220), TxReason::Probe));
     assert_eq!(net.rx[1], vec![9; 100]);
+    net
+}
+
+#[test]
+fn single_segment_tail_loss_probe_waits_for_the_ack_delay_but_not_past_the_rto() {
+    // One message alone, lost once: PTO = 2·SRTT + 200 ms = 240 ms, capped
+    // by the RTO (SRTT + 200 ms = 220 ms): the probe leaves at 1220.
+    let net = lone_message_lost_once(&exact_modern());
+    assert_eq!(net.sends_of(0, 0)[1], (at(1220), TxReason::Probe));
     assert_eq!(net.eps[0].stats().timeouts, 0);
 }
 
@@ -90,18 +96,8 @@ fn on_the_kernel_s_timer_wheel_the_probe_leaves_at_the_next_jiffy_bucket() {
     // bucket 306: it leaves at 1224 ms instead of 1220.
     let cfg = TcpConfig::linux_modern();
     assert_eq!(cfg.timer_hz, Some(250));
-    let mut net = Net::pair(&cfg, &cfg, ms(10));
-    let mut first = true;
-    net.drop_rule = Some(Box::new(move |p| {
-        let hit = p.from == 0 && p.units.is_some() && first;
-        first &= !hit;
-        hit
-    }));
-    net.run_until(at(1000));
-    net.send(0, &[9; 100]);
-    net.run_until(at(3000));
+    let net = lone_message_lost_once(&cfg);
     assert_eq!(net.sends_of(0, 0)[1], (at(1224), TxReason::Probe));
-    assert_eq!(net.rx[1], vec![9; 100]);
 }
 
 #[test]
