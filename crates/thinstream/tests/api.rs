@@ -309,7 +309,10 @@ async fn several_associations_from_one_endpoint_to_one_peer() {
             ports.push(u16::from_be_bytes([m.data[0], m.data[1]]));
         }
         ports.sort();
-        ports
+        // The server's associations are returned, not dropped: dropping
+        // them would close the associations while the client checks below
+        // that the same ports are still taken.
+        (ports, got)
     });
     let mut assocs = Vec::new();
     for i in 0..5u16 {
@@ -325,10 +328,8 @@ async fn several_associations_from_one_endpoint_to_one_peer() {
             .unwrap();
         up.push(a);
     }
-    assert_eq!(
-        srv.await.unwrap(),
-        vec![20_000, 20_001, 20_002, 20_003, 20_004]
-    );
+    let (ports, _server_side) = srv.await.unwrap();
+    assert_eq!(ports, vec![20_000, 20_001, 20_002, 20_003, 20_004]);
     // The same ports again is the same association: refused.
     let mut dup = AssociationConfig::default();
     dup.sctp_ports(20_000, 5000);
