@@ -90,8 +90,8 @@ pub(crate) struct WorkerArgs {
     records: Option<PathBuf>,
 }
 
-/// Writes `flows`' trace records, one JSON object per line as `run
-/// --records` does: {"endpoint": "flow0.a", "record": {...}}.
+/// Writes `flows`' trace records for `run --records` (simulated or real),
+/// one JSON object per line: {"endpoint": "flow0.a", "record": {...}}.
 pub(crate) fn write_records(path: &Path, flows: &[(String, Vec<Record>)]) -> anyhow::Result<()> {
     let mut text = String::new();
     for (endpoint, list) in flows {

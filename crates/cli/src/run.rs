@@ -187,15 +187,7 @@ pub(crate) fn execute(
             .find(|o| o.spec.index == args.pcap_run)
             .and_then(|o| o.records.as_ref())
             .ok_or_else(|| anyhow!("run {} kept no records", args.pcap_run))?;
-        let mut text = String::new();
-        for (endpoint, list) in records {
-            for r in list {
-                let line = serde_json::json!({ "endpoint": endpoint, "record": r });
-                text.push_str(&line.to_string());
-                text.push('\n');
-            }
-        }
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::real::write_records(path, records)?;
         print(&format!(
             "wrote the trace records of run {} to {}\n",
             args.pcap_run,
