@@ -122,6 +122,24 @@ pub struct TcpConfig {
     /// then stays `min_rtt / 4` in recovery too.
     #[serde(default)]
     pub dsack: bool,
+    /// Linux `tcp_enter_loss`: a retransmission timeout while a fast
+    /// recovery's window is not yet acknowledged (or a repeated timeout of
+    /// the same loss episode) leaves ssthresh where the recovery set it,
+    /// since it was already reduced for this window. Off: every first
+    /// timeout after leaving Loss halves again, also inside a recovery.
+    #[serde(default)]
+    pub loss_ssthresh_once: bool,
+    /// Linux's cwnd growth since 4.x (`tcp_cwnd_validate`,
+    /// `tcp_is_cwnd_limited`, `tcp_slow_start`): the window may grow on an
+    /// ACK if it limited a send of new data during the current window (one
+    /// flight, until that send's data is acknowledged), or, in slow start,
+    /// while it is below twice the most segments outstanding (SACKed and
+    /// lost ones included) during that window; slow start adds what the
+    /// ACK delivered, SACKed segments included, up to ssthresh. Off: it
+    /// grows only if the pipe before the ACK filled it, one segment per ACK
+    /// in slow start (2.6.23 without TSO, RFC 5681).
+    #[serde(default)]
+    pub cwnd_growth_per_window: bool,
     /// Linux's timer wheel at this HZ: every timer (retransmission,
     /// probe, RACK's reordering timer, delayed ACK) is armed in whole
     /// jiffies and fires at its wheel bucket, rounded up to the level's
@@ -234,6 +252,8 @@ impl TcpConfig {
             retrans_collapse: false,
             prr: false,
             dsack: false,
+            loss_ssthresh_once: false,
+            cwnd_growth_per_window: false,
             timer_hz: None,
             rack: None,
             rcv_buf: 256 * 1024,
@@ -253,6 +273,8 @@ impl TcpConfig {
     /// with quick-ack mode. No retransmission collapsing: 2.6.23 refused to
     /// collapse segments whose data sat in page fragments (`nr_frags != 0`),
     /// which is where `tcp_sendmsg` put it on scatter-gather/GSO interfaces.
+    /// A timeout inside a fast recovery keeps that recovery's ssthresh
+    /// (`tcp_enter_loss`, `loss_ssthresh_once`).
     pub fn linux_2_6_23() -> TcpConfig {
         TcpConfig {
             name: "linux-2.6.23".into(),
@@ -263,6 +285,7 @@ impl TcpConfig {
             rto_min: Duration::from_millis(200),
             delayed_ack: Some(Duration::from_millis(40)),
             quickack_initial: 16,
+            loss_ssthresh_once: true,
             ..TcpConfig::newreno()
         }
     }
@@ -271,7 +294,9 @@ impl TcpConfig {
     /// RACK-TLP (RFC 8985), IW 10, RTO.min 200 ms, initial RTO 1 s,
     /// retransmission collapsing, PRR in recovery (RFC 6937), D-SACK (RFC 2883)
     /// with RACK's reordering rules for it, the probe capped at the oldest
-    /// segment's RTO. Reno congestion control (CUBIC is not modelled).
+    /// segment's RTO, Linux's cwnd growth rule for a window that an
+    /// application leaves partly unused (`cwnd_growth_per_window`). Reno
+    /// congestion control (CUBIC is not modelled).
     /// The receiver acknowledges a small pushed segment when the application
     /// reads it (`ack_pushed_on_read`, Linux `tcp_cleanup_rbuf`): a capture of
     /// Linux 6.18 on the bench workload shows 88 % of the data segments
@@ -285,6 +310,7 @@ impl TcpConfig {
             retrans_collapse: true,
             prr: true,
             dsack: true,
+            cwnd_growth_per_window: true,
             // The kernel measured against (Linux 6.18, CONFIG_HZ=250).
             timer_hz: Some(250),
             rack: Some(RackConfig {

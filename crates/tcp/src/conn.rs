@@ -128,6 +128,12 @@ pub struct TcpConnection {
     pub(crate) prr_delivered: u64,
     pub(crate) prr_out: u64,
     pub(crate) prior_cwnd: u64,
+    /// `cwnd_growth_per_window` (Linux `tcp_cwnd_validate`): whether the
+    /// window limited a send during the current window, the most data
+    /// outstanding then (cwnd units), and the sequence number ending it.
+    pub(crate) cwnd_was_limited: bool,
+    pub(crate) max_out: u64,
+    pub(crate) cwnd_usage_seq: u64,
     pub(crate) rtt: Rtt,
     pub(crate) rack: Option<Rack>,
     /// The segments the last cumulative ACK took off the queue (a buffer
@@ -236,6 +242,9 @@ impl TcpConnection {
             prr_delivered: 0,
             prr_out: 0,
             prior_cwnd: 0,
+            cwnd_was_limited: false,
+            max_out: 0,
+            cwnd_usage_seq: 0,
             retransmits: 0,
             tlp_high_seq: None,
             dsack_dups: 0,

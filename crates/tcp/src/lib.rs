@@ -124,7 +124,16 @@
 //!   `tcp_cwnd_reduction` does: on the ACK that starts recovery it sends
 //!   only as much as that ACK delivered, so a write held by the window does
 //!   not leave with the retransmission.
-//!   cwnd grows only when it limited the previous flight (RFC 7661 spirit).
+//!   cwnd grows only when it limited the previous flight (RFC 7661 spirit);
+//!   with `cwnd_growth_per_window` (`linux-modern`) by Linux's rule instead:
+//!   when it limited a send during the current window, or in slow start
+//!   while below twice the most segments outstanding in it, by what each ACK
+//!   delivered.
+//! - A retransmission timeout inside a fast recovery's window keeps the
+//!   ssthresh that recovery set (`loss_ssthresh_once`, both Linux presets,
+//!   as `tcp_enter_loss`); with RACK it marks lost only the first segment and
+//!   those sent at least RACK.rtt ago (`tcp_timeout_mark_lost`), and cwnd
+//!   becomes what is still in flight plus one segment.
 //! - Linux's retransmission collapsing (`retrans_collapse`, on in
 //!   `linux-modern`) puts following segments into a retransmission (traced
 //!   as `BundledOnRetransmit`) but, unlike Linux, keeps them separate in the

@@ -100,6 +100,11 @@ impl Rack {
         }
     }
 
+    /// `RACK.rtt`, once a segment has been delivered.
+    pub(crate) fn rtt(&self) -> Option<Duration> {
+        self.xmit.map(|_| self.rtt)
+    }
+
     /// A recovery (fast or after a timeout) ended.
     pub(crate) fn on_recovery_end(&mut self) {
         self.persist = self.persist.saturating_sub(1);

@@ -241,12 +241,19 @@ impl TcpConnection {
         // Congestion window growth (RFC 5681 §3.1) outside recovery, only
         // when the window was the limit (RFC 7661 spirit, Linux tcp_is_cwnd_limited).
         if advanced && self.ca != CaState::Recovery && self.cwnd > 0 {
-            let limited = match self.cfg.cwnd_unit {
-                CwndUnit::Packets => prior_pipe >= self.cwnd,
-                CwndUnit::Bytes => prior_pipe + self.mss > self.cwnd,
-            };
-            if limited {
-                self.grow_cwnd(acked_bytes);
+            if self.cfg.cwnd_growth_per_window {
+                let slow_start = self.cwnd < self.ssthresh;
+                if self.cwnd_was_limited || slow_start && self.cwnd < 2 * self.max_out {
+                    self.grow_cwnd_by_delivered(newly_delivered);
+                }
+            } else {
+                let limited = match self.cfg.cwnd_unit {
+                    CwndUnit::Packets => prior_pipe >= self.cwnd,
+                    CwndUnit::Bytes => prior_pipe + self.mss > self.cwnd,
+                };
+                if limited {
+                    self.grow_cwnd(acked_bytes);
+                }
             }
         }
 
@@ -302,6 +309,52 @@ impl TcpConnection {
                     }
                 }
             }
+        }
+    }
+
+    /// Linux `tcp_reno_cong_avoid` with `tcp_slow_start`: slow start adds
+    /// what the ACK delivered up to ssthresh, the rest counts towards
+    /// congestion avoidance's one unit per window (`tcp_cong_avoid_ai`).
+    fn grow_cwnd_by_delivered(&mut self, delivered: u64) {
+        let mut left = delivered;
+        if self.cwnd < self.ssthresh {
+            let grown = (self.cwnd + left).min(self.ssthresh);
+            left -= grown - self.cwnd;
+            self.cwnd = grown;
+            if left == 0 {
+                return;
+            }
+        }
+        let unit = self.unit_amount();
+        let w = self.cwnd.max(unit);
+        if self.ca_acc >= w {
+            self.ca_acc = 0;
+            self.cwnd += unit;
+        }
+        self.ca_acc += left;
+        if self.ca_acc >= w {
+            let steps = self.ca_acc / w;
+            self.ca_acc -= steps * w;
+            self.cwnd += steps * unit;
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate` after a send of new data was attempted:
+    /// `limited` when the window was full afterwards.
+    fn validate_cwnd(&mut self, limited: bool) {
+        let out: u64 = self
+            .sq
+            .rtx
+            .iter()
+            .map(|s| s.amount(self.cfg.cwnd_unit))
+            .sum();
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited
+            || (!self.cwnd_was_limited && out > self.max_out)
+        {
+            self.cwnd_was_limited = limited;
+            self.max_out = out;
+            self.cwnd_usage_seq = self.snd_nxt();
         }
     }
 
@@ -557,18 +610,40 @@ impl TcpConnection {
             return;
         }
         self.stats.timeouts += 1;
-        // Linux tcp_enter_loss: reduce ssthresh once per loss episode.
-        if self.ca != CaState::Loss || self.retransmits == 1 {
+        // Linux tcp_enter_loss: reduce ssthresh once per loss episode and,
+        // with `loss_ssthresh_once`, not again inside a fast recovery's
+        // window that already reduced it.
+        let reduce = if self.cfg.loss_ssthresh_once {
+            match self.ca {
+                CaState::Open | CaState::Disorder => true,
+                CaState::Recovery => self.snd_una >= self.recovery_point,
+                CaState::Loss => self.snd_una >= self.high_seq || self.retransmits == 1,
+            }
+        } else {
+            self.ca != CaState::Loss || self.retransmits == 1
+        };
+        if reduce {
             self.ssthresh = self.halve();
         }
-        self.cwnd = self.unit_amount();
         self.ca_acc = 0;
-        for s in self.sq.rtx.iter_mut() {
-            if !s.sacked {
-                s.lost = true;
-                s.retrans_out = false;
+        // Which segments the timeout marks lost: all but the SACKed ones;
+        // with RACK (Linux `tcp_timeout_mark_lost`) the first one and those
+        // sent at least RACK.rtt ago, so segments sent within the last round
+        // trip stay in flight.
+        let recent = self.rack.as_ref().and_then(|r| r.rtt()).map(|rtt| now.saturating_sub(rtt));
+        for (i, s) in self.sq.rtx.iter_mut().enumerate() {
+            if s.sacked {
+                continue;
             }
+            if i > 0 && recent.is_some_and(|r| s.xmit > r) {
+                continue;
+            }
+            s.lost = true;
+            s.retrans_out = false;
         }
+        // Linux: cwnd = packets in flight + 1 (one segment when every
+        // unSACKed segment is marked lost, RFC 5681's loss window).
+        self.cwnd = self.pipe() + self.unit_amount();
         self.ca = CaState::Loss;
         self.high_seq = self.snd_nxt();
         self.reno_sacked = 0;
@@ -730,6 +805,7 @@ impl TcpConnection {
 
     fn transmit_inner(&mut self, now: Instant) {
         let mut sent_new = false;
+        let mut tried_new = false;
         loop {
             // 1. Segments marked lost (RFC 6675 NextSeg rule 1).
             if matches!(self.ca, CaState::Recovery | CaState::Loss) || self.force_rtx {
@@ -767,6 +843,7 @@ impl TcpConnection {
             let Some(next) = self.sq.unsent.front() else {
                 break;
             };
+            tried_new = true;
             let amount = next.amount(self.cfg.cwnd_unit);
             let in_rwnd =
                 next.end < self.snd_una + self.snd_wnd || self.sq.rtx.is_empty() && next.len() == 0;
@@ -775,6 +852,15 @@ impl TcpConnection {
             }
             self.send_new(now);
             sent_new = true;
+        }
+        if tried_new && self.cfg.cwnd_growth_per_window {
+            let limited = match self.cfg.cwnd_unit {
+                CwndUnit::Packets => self.pipe() >= self.cwnd,
+                CwndUnit::Bytes => self.pipe() + self.mss > self.cwnd,
+            };
+            if sent_new || limited {
+                self.validate_cwnd(limited);
+            }
         }
         if sent_new {
             self.rearm_timer(now, Rearm::NewData);
