@@ -630,7 +630,11 @@ impl TcpConnection {
         // with RACK (Linux `tcp_timeout_mark_lost`) the first one and those
         // sent at least RACK.rtt ago, so segments sent within the last round
         // trip stay in flight.
-        let recent = self.rack.as_ref().and_then(|r| r.rtt()).map(|rtt| now.saturating_sub(rtt));
+        let recent = self
+            .rack
+            .as_ref()
+            .and_then(|r| r.rtt())
+            .map(|rtt| now.saturating_sub(rtt));
         for (i, s) in self.sq.rtx.iter_mut().enumerate() {
             if s.sacked {
                 continue;

@@ -137,8 +137,18 @@ fn timeout_inside_recovery(cfg: &TcpConfig) -> (Net, Instant) {
     net.run_until(at(5000));
     assert_eq!(net.rx[1].len(), 3000, "{}", cfg.name);
     let sends = net.sends_of(0, 500);
-    assert_eq!(sends[1].1, TxReason::FastRetransmit, "{}: {sends:?}", cfg.name);
-    assert_eq!(sends[2].1, TxReason::TimeoutRetransmit, "{}: {sends:?}", cfg.name);
+    assert_eq!(
+        sends[1].1,
+        TxReason::FastRetransmit,
+        "{}: {sends:?}",
+        cfg.name
+    );
+    assert_eq!(
+        sends[2].1,
+        TxReason::TimeoutRetransmit,
+        "{}: {sends:?}",
+        cfg.name
+    );
     let rto = sends[2].0;
     (net, rto)
 }
@@ -147,11 +157,11 @@ fn timeout_inside_recovery(cfg: &TcpConfig) -> (Net, Instant) {
 fn ssthresh_at(net: &Net, t: Instant) -> u32 {
     net.traces[0]
         .iter()
-        .filter_map(|r| match r {
+        .rev()
+        .find_map(|r| match r {
             Record::Congestion { time, ssthresh, .. } if *time <= t => Some(*ssthresh),
             _ => None,
         })
-        .last()
         .expect("a congestion record")
 }
 
@@ -192,18 +202,22 @@ fn timeout_with_recent_sends(cfg: &TcpConfig) -> (Instant, (u32, u32)) {
 fn congestion_at(net: &Net, t: Instant) -> (u32, u32) {
     net.traces[0]
         .iter()
-        .filter_map(|r| match r {
-            Record::Congestion { time, cwnd, flight, .. } if *time == t => Some((*cwnd, *flight)),
+        .rev()
+        .find_map(|r| match r {
+            Record::Congestion {
+                time, cwnd, flight, ..
+            } if *time == t => Some((*cwnd, *flight)),
             _ => None,
         })
-        .last()
         .expect("a congestion record")
 }
 
 /// The net of `timeout_with_recent_sends` after 5 s, and the timeout's time.
 fn recent_sends_net(cfg: &TcpConfig) -> (Net, Instant) {
     let mut net = Net::pair(cfg, cfg, ms(50));
-    net.drop_rule = Some(Box::new(|p| p.from == 1 && p.time >= at(1400) && p.time < at(1700)));
+    net.drop_rule = Some(Box::new(|p| {
+        p.from == 1 && p.time >= at(1400) && p.time < at(1700)
+    }));
     net.send_every(0, at(1000), ms(90), 20);
     net.run_until(at(5000));
     assert_eq!(net.rx[1].len(), 2000, "{}", cfg.name);
@@ -251,7 +265,11 @@ fn linux_grows_a_window_that_limited_a_send_by_what_the_ack_delivered() {
     }
     assert!(cfg.cwnd_growth_per_window);
     let (net, _) = recent_sends_net(&cfg);
-    assert_eq!(net.sends_of(0, 800)[0].0, at(1770), "the write of 1720 waited");
+    assert_eq!(
+        net.sends_of(0, 800)[0].0,
+        at(1770),
+        "the write of 1720 waited"
+    );
     assert_eq!(congestion_at(&net, at(1770)).0, 5 * 1448);
     cfg.cwnd_growth_per_window = false;
     let (net, _) = recent_sends_net(&cfg);
