@@ -342,12 +342,17 @@ impl TcpConnection {
     /// Linux `tcp_cwnd_validate` after a send of new data was attempted:
     /// `limited` when the window was full afterwards.
     fn validate_cwnd(&mut self, limited: bool) {
-        let out: u64 = self
-            .sq
-            .rtx
-            .iter()
-            .map(|s| s.amount(self.cfg.cwnd_unit))
-            .sum();
+        // Everything outstanding, SACKed and lost segments included (Linux
+        // `packets_out`); one unit per segment when counting packets.
+        let out: u64 = match self.cfg.cwnd_unit {
+            CwndUnit::Packets => self.sq.rtx.len() as u64,
+            CwndUnit::Bytes => self
+                .sq
+                .rtx
+                .iter()
+                .map(|s| s.amount(self.cfg.cwnd_unit))
+                .sum(),
+        };
         if self.snd_una >= self.cwnd_usage_seq
             || limited
             || (!self.cwnd_was_limited && out > self.max_out)
