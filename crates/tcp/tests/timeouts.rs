@@ -226,6 +226,18 @@ fn recent_sends_net(cfg: &TcpConfig) -> (Net, Instant) {
     (net, rto.0)
 }
 
+/// `linux-modern` with exact timers, no probe and no collapsing: the
+/// timeout alone.
+fn modern_timeout_alone() -> TcpConfig {
+    let mut cfg = TcpConfig::linux_modern();
+    cfg.timer_hz = None;
+    cfg.retrans_collapse = false;
+    if let Some(r) = cfg.rack.as_mut() {
+        r.tlp = false;
+    }
+    cfg
+}
+
 #[test]
 fn with_rack_a_timeout_leaves_segments_sent_within_the_last_round_trip_in_flight() {
     // Linux tcp_timeout_mark_lost: the timeout marks the first segment and
@@ -233,12 +245,7 @@ fn with_rack_a_timeout_leaves_segments_sent_within_the_last_round_trip_in_flight
     // 40 ms before, stays in flight, so cwnd is 2 (in flight + 1) and
     // carries it and the first segment's retransmission. No probe and no
     // collapsing here, to see the timeout alone.
-    let mut cfg = TcpConfig::linux_modern();
-    cfg.timer_hz = None;
-    cfg.retrans_collapse = false;
-    if let Some(r) = cfg.rack.as_mut() {
-        r.tlp = false;
-    }
+    let mut cfg = modern_timeout_alone();
     let (rto, cc) = timeout_with_recent_sends(&cfg);
     assert_eq!(rto, at(1670));
     assert_eq!(cc, (2 * 1448, 2 * 1448));
@@ -257,12 +264,7 @@ fn linux_grows_a_window_that_limited_a_send_by_what_the_ack_delivered() {
     // acknowledges the four segments sent before the timeout: Linux's slow
     // start adds the four delivered, up to ssthresh (5 segments). Counting
     // one segment per ACK when the pipe before it filled the window gives 3.
-    let mut cfg = TcpConfig::linux_modern();
-    cfg.timer_hz = None;
-    cfg.retrans_collapse = false;
-    if let Some(r) = cfg.rack.as_mut() {
-        r.tlp = false;
-    }
+    let mut cfg = modern_timeout_alone();
     assert!(cfg.cwnd_growth_per_window);
     let (net, _) = recent_sends_net(&cfg);
     assert_eq!(
