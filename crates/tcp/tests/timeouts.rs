@@ -245,7 +245,7 @@ fn with_rack_a_timeout_leaves_segments_sent_within_the_last_round_trip_in_flight
     // 40 ms before, stays in flight, so cwnd is 2 (in flight + 1) and
     // carries it and the first segment's retransmission. No probe and no
     // collapsing here, to see the timeout alone.
-    let mut cfg = modern_timeout_alone();
+    let cfg = modern_timeout_alone();
     let (rto, cc) = timeout_with_recent_sends(&cfg);
     assert_eq!(rto, at(1670));
     assert_eq!(cc, (2 * 1448, 2 * 1448));
