@@ -126,6 +126,15 @@ pub trait Transport {
     fn is_established(&self) -> bool;
     /// Whether the connection has ended (gracefully or not).
     fn is_closed(&self) -> bool;
+    /// The IP protocol number of the header this transport's datagrams
+    /// begin with, when the transport carries its own transport header
+    /// where UDP's would be (the TCP model: 6). `None`, the default: the
+    /// payload rides in UDP, as SCTP does (RFC 6951). Only packet captures
+    /// read it, to write such a payload straight after the IP header so
+    /// that capture tools decode it as what it is.
+    fn ip_protocol(&self) -> Option<u8> {
+        None
+    }
     /// Names memory outside the transport's own struct that its next
     /// input will touch (the heap blocks of its queues, near the ends in
     /// use), as address ranges passed to `visit`, so that a driver holding

@@ -22,6 +22,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
     /// Write the pcap capture of one run (the first, or --pcap-run) here.
+    /// SCTP rides in UDP (decode with `tshark -d udp.port==9899,sctp`); the
+    /// TCP model's segments are written as TCP packets.
     #[arg(long)]
     pub(crate) pcap: Option<PathBuf>,
     /// Write every trace record of one run (the first, or --pcap-run) here,

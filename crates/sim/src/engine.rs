@@ -97,6 +97,20 @@ impl FlowSpec {
     }
 }
 
+/// Writes one datagram to a capture: in UDP, or straight after the IP
+/// header when the transport carries its own header (`ip_protocol`).
+fn capture(
+    w: &mut PcapWriter,
+    now: Instant,
+    datagram: &Datagram,
+    ip_protocol: Option<u8>,
+) -> Result<(), crate::pcap::PcapError> {
+    match ip_protocol {
+        Some(p) => w.write_ip(now, datagram, p),
+        None => w.write(now, datagram),
+    }
+}
+
 /// Where a pcap capture sees packets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapturePoint {
@@ -946,7 +960,7 @@ impl Simulation {
         ep.stats.bytes_sent += datagram.payload.len() as u64;
         let node = ep.node;
         if let Some((CapturePoint::Send, w)) = &mut self.capture {
-            if w.write(now, &datagram).is_err() {
+            if capture(w, now, &datagram, ep.transport.ip_protocol()).is_err() {
                 self.pcap_skipped += 1;
             }
         }
@@ -1004,12 +1018,12 @@ impl Simulation {
     }
 
     fn deliver(&mut self, id: EndpointId, now: Instant, datagram: Datagram) {
+        let ep = &mut self.endpoints[id.0];
         if let Some((CapturePoint::Receive, w)) = &mut self.capture {
-            if w.write(now, &datagram).is_err() {
+            if capture(w, now, &datagram, ep.transport.ip_protocol()).is_err() {
                 self.pcap_skipped += 1;
             }
         }
-        let ep = &mut self.endpoints[id.0];
         if !ep.started {
             ep.stats.dropped_before_start += 1;
             return;

@@ -4,7 +4,11 @@
 //! each payload in a synthesised IPv4 (or IPv6) and UDP header so Wireshark
 //! and tshark read it like a real trace. SCTP over UDP (RFC 6951) uses UDP
 //! port 9899, so `tshark -r run.pcap -d udp.port==9899,sctp` decodes the
-//! SCTP packets inside.
+//! SCTP packets inside. A transport that carries its own header where UDP's
+//! would be (the TCP model's datagrams are whole TCP segments with a real
+//! checksum) is written straight after an IP header with its protocol
+//! number ([`PcapWriter::write_ip`]), so the capture holds ordinary TCP/IP
+//! packets that tshark decodes without help.
 //!
 //! Format: the classic pcap file header with the nanosecond magic
 //! `0xa1b23c4d` (virtual time is integer nanoseconds, so nothing is rounded),
@@ -30,6 +34,7 @@ const IPV4_HEADER: usize = 20;
 const IPV6_HEADER: usize = 40;
 const UDP_HEADER: usize = 8;
 const IPPROTO_UDP: u8 = 0x11;
+const IPPROTO_TCP: u8 = 6;
 
 /// Why a packet could not be written or a file could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,16 +105,35 @@ impl PcapWriter {
         }
     }
 
-    /// Appends one datagram seen at virtual time `at`.
+    /// Appends one datagram seen at virtual time `at`, its payload in a UDP
+    /// header.
     pub fn write(&mut self, at: Instant, datagram: &Datagram) -> Result<(), PcapError> {
+        self.append(at, datagram, IPPROTO_UDP)
+    }
+
+    /// Appends one datagram whose payload already begins with the header of
+    /// IP protocol `protocol` (e.g. 6: a TCP segment, its checksum over the
+    /// datagram's addresses): the payload follows the IP header directly.
+    /// With 17 this is [`PcapWriter::write`].
+    pub fn write_ip(
+        &mut self,
+        at: Instant,
+        datagram: &Datagram,
+        protocol: u8,
+    ) -> Result<(), PcapError> {
+        self.append(at, datagram, protocol)
+    }
+
+    fn append(&mut self, at: Instant, datagram: &Datagram, protocol: u8) -> Result<(), PcapError> {
         let payload = &datagram.payload;
-        let udp_len = UDP_HEADER + payload.len();
+        let udp = protocol == IPPROTO_UDP;
+        let ip_payload_len = payload.len() + if udp { UDP_HEADER } else { 0 };
         let (ip_header_len, v4) = match (datagram.src.ip(), datagram.dst.ip()) {
             (IpAddr::V4(_), IpAddr::V4(_)) => (IPV4_HEADER, true),
             (IpAddr::V6(_), IpAddr::V6(_)) => (IPV6_HEADER, false),
             _ => return Err(PcapError::MixedFamilies),
         };
-        let total = ip_header_len + udp_len;
+        let total = ip_header_len + ip_payload_len;
         let limit = if v4 { 0xffff } else { 0xffff + IPV6_HEADER };
         if total > limit || total > SNAPLEN as usize {
             return Err(PcapError::TooLarge {
@@ -140,7 +164,7 @@ impl PcapWriter {
                 b.extend_from_slice(&id.to_be_bytes());
                 b.extend_from_slice(&0x4000u16.to_be_bytes()); // DF, offset 0
                 b.push(64); // TTL
-                b.push(IPPROTO_UDP);
+                b.push(protocol);
                 b.extend_from_slice(&[0, 0]); // checksum, filled below
                 b.extend_from_slice(&s.octets());
                 b.extend_from_slice(&d.octets());
@@ -150,28 +174,37 @@ impl PcapWriter {
             (IpAddr::V6(s), IpAddr::V6(d)) => {
                 let b = &mut self.bytes;
                 b.extend_from_slice(&0x6000_0000u32.to_be_bytes());
-                b.extend_from_slice(&(udp_len as u16).to_be_bytes());
-                b.push(IPPROTO_UDP);
+                b.extend_from_slice(&(ip_payload_len as u16).to_be_bytes());
+                b.push(protocol);
                 b.push(64); // hop limit
                 b.extend_from_slice(&s.octets());
                 b.extend_from_slice(&d.octets());
             }
             _ => unreachable!("families checked above"),
         }
-        let udp_start = self.bytes.len();
         let b = &mut self.bytes;
-        b.extend_from_slice(&datagram.src.port().to_be_bytes());
-        b.extend_from_slice(&datagram.dst.port().to_be_bytes());
-        b.extend_from_slice(&(udp_len as u16).to_be_bytes());
-        b.extend_from_slice(&[0, 0]);
-        b.extend_from_slice(payload);
-        let pseudo = pseudo_header_sum(datagram.src.ip(), datagram.dst.ip(), udp_len);
-        let mut sum = internet_checksum(&b[udp_start..], pseudo);
-        // RFC 768: a computed zero is sent as all ones (zero means "none").
-        if sum == 0 {
-            sum = 0xffff;
+        if udp {
+            let udp_start = b.len();
+            b.extend_from_slice(&datagram.src.port().to_be_bytes());
+            b.extend_from_slice(&datagram.dst.port().to_be_bytes());
+            b.extend_from_slice(&(ip_payload_len as u16).to_be_bytes());
+            b.extend_from_slice(&[0, 0]);
+            b.extend_from_slice(payload);
+            let pseudo = pseudo_header_sum(
+                datagram.src.ip(),
+                datagram.dst.ip(),
+                IPPROTO_UDP,
+                ip_payload_len,
+            );
+            let mut sum = internet_checksum(&b[udp_start..], pseudo);
+            // RFC 768: a computed zero is sent as all ones (zero means "none").
+            if sum == 0 {
+                sum = 0xffff;
+            }
+            b[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
+        } else {
+            b.extend_from_slice(payload);
         }
-        b[udp_start + 6..udp_start + 8].copy_from_slice(&sum.to_be_bytes());
         self.packets += 1;
         Ok(())
     }
@@ -191,7 +224,7 @@ impl PcapWriter {
     }
 }
 
-fn pseudo_header_sum(src: IpAddr, dst: IpAddr, udp_len: usize) -> u32 {
+fn pseudo_header_sum(src: IpAddr, dst: IpAddr, protocol: u8, len: usize) -> u32 {
     let mut sum = 0u32;
     let mut add = |bytes: &[u8]| {
         for pair in bytes.chunks(2) {
@@ -209,7 +242,7 @@ fn pseudo_header_sum(src: IpAddr, dst: IpAddr, udp_len: usize) -> u32 {
         }
         _ => {}
     }
-    sum + u32::from(IPPROTO_UDP) + udp_len as u32
+    sum + u32::from(protocol) + len as u32
 }
 
 /// RFC 1071 one's-complement checksum of `data`, starting from `initial`.
@@ -232,6 +265,8 @@ pub fn internet_checksum(data: &[u8], initial: u32) -> u16 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CapturedPacket {
     pub time: Instant,
+    /// The IP header's protocol: 17 (UDP) or 6 (TCP).
+    pub protocol: u8,
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub payload: Vec<u8>,
@@ -245,8 +280,10 @@ fn u32_le(bytes: &[u8], at: usize) -> Result<u32, PcapError> {
 }
 
 /// Parses a capture written by [`PcapWriter`] (nanosecond magic,
-/// little-endian, `LINKTYPE_RAW`, UDP), checking the IPv4 header checksum,
-/// the UDP checksum and every length field.
+/// little-endian, `LINKTYPE_RAW`, UDP or TCP), checking the IPv4 header
+/// checksum, the UDP or TCP checksum and every length field. A UDP packet
+/// reads back as its payload; a TCP packet as the whole segment, its ports
+/// those of the TCP header (the TCP model puts the datagram's there).
 pub fn read(bytes: &[u8]) -> Result<Vec<CapturedPacket>, PcapError> {
     let magic = u32_le(bytes, 0)?;
     if magic != MAGIC_NANOS {
@@ -281,56 +318,73 @@ pub fn read(bytes: &[u8]) -> Result<Vec<CapturedPacket>, PcapError> {
             });
         }
         let bad = |why| PcapError::BadPacket { index, why };
-        let (src_ip, dst_ip, udp): (IpAddr, IpAddr, &[u8]) = match pkt.first().map(|b| b >> 4) {
-            Some(4) => {
-                if pkt.len() < IPV4_HEADER || pkt[0] != 0x45 {
-                    return Err(bad("IPv4 header malformed"));
+        let (src_ip, dst_ip, protocol, body): (IpAddr, IpAddr, u8, &[u8]) =
+            match pkt.first().map(|b| b >> 4) {
+                Some(4) => {
+                    if pkt.len() < IPV4_HEADER || pkt[0] != 0x45 {
+                        return Err(bad("IPv4 header malformed"));
+                    }
+                    if internet_checksum(&pkt[..IPV4_HEADER], 0) != 0 {
+                        return Err(bad("IPv4 header checksum wrong"));
+                    }
+                    if usize::from(u16::from_be_bytes([pkt[2], pkt[3]])) != pkt.len() {
+                        return Err(bad("IPv4 total length wrong"));
+                    }
+                    let s: [u8; 4] = pkt[12..16].try_into().expect("4 bytes");
+                    let d: [u8; 4] = pkt[16..20].try_into().expect("4 bytes");
+                    (s.into(), d.into(), pkt[9], &pkt[IPV4_HEADER..])
                 }
-                if internet_checksum(&pkt[..IPV4_HEADER], 0) != 0 {
-                    return Err(bad("IPv4 header checksum wrong"));
+                Some(6) => {
+                    if pkt.len() < IPV6_HEADER {
+                        return Err(bad("IPv6 header truncated"));
+                    }
+                    if usize::from(u16::from_be_bytes([pkt[4], pkt[5]])) + IPV6_HEADER != pkt.len()
+                    {
+                        return Err(bad("IPv6 payload length wrong"));
+                    }
+                    let s: [u8; 16] = pkt[8..24].try_into().expect("16 bytes");
+                    let d: [u8; 16] = pkt[24..40].try_into().expect("16 bytes");
+                    (s.into(), d.into(), pkt[6], &pkt[IPV6_HEADER..])
                 }
-                if usize::from(u16::from_be_bytes([pkt[2], pkt[3]])) != pkt.len() {
-                    return Err(bad("IPv4 total length wrong"));
+                _ => return Err(bad("not an IP packet")),
+            };
+        let (src_port, dst_port, payload) = match protocol {
+            IPPROTO_UDP => {
+                if body.len() < UDP_HEADER
+                    || usize::from(u16::from_be_bytes([body[4], body[5]])) != body.len()
+                {
+                    return Err(bad("UDP length wrong"));
                 }
-                if pkt[9] != IPPROTO_UDP {
-                    return Err(bad("not UDP"));
+                let stored = u16::from_be_bytes([body[6], body[7]]);
+                if stored != 0 {
+                    let pseudo = pseudo_header_sum(src_ip, dst_ip, IPPROTO_UDP, body.len());
+                    if internet_checksum(body, pseudo) != 0 {
+                        return Err(bad("UDP checksum wrong"));
+                    }
                 }
-                let s: [u8; 4] = pkt[12..16].try_into().expect("4 bytes");
-                let d: [u8; 4] = pkt[16..20].try_into().expect("4 bytes");
-                (s.into(), d.into(), &pkt[IPV4_HEADER..])
+                (&body[0..2], &body[2..4], &body[UDP_HEADER..])
             }
-            Some(6) => {
-                if pkt.len() < IPV6_HEADER {
-                    return Err(bad("IPv6 header truncated"));
+            IPPROTO_TCP => {
+                // The payload is the whole segment, header included, as
+                // the transport handed it over.
+                let offset = body.get(12).map_or(0, |b| usize::from(b >> 4) * 4);
+                if body.len() < 20 || offset < 20 || offset > body.len() {
+                    return Err(bad("TCP header malformed"));
                 }
-                if usize::from(u16::from_be_bytes([pkt[4], pkt[5]])) + IPV6_HEADER != pkt.len() {
-                    return Err(bad("IPv6 payload length wrong"));
+                let pseudo = pseudo_header_sum(src_ip, dst_ip, IPPROTO_TCP, body.len());
+                if internet_checksum(body, pseudo) != 0 {
+                    return Err(bad("TCP checksum wrong"));
                 }
-                if pkt[6] != IPPROTO_UDP {
-                    return Err(bad("not UDP"));
-                }
-                let s: [u8; 16] = pkt[8..24].try_into().expect("16 bytes");
-                let d: [u8; 16] = pkt[24..40].try_into().expect("16 bytes");
-                (s.into(), d.into(), &pkt[IPV6_HEADER..])
+                (&body[0..2], &body[2..4], body)
             }
-            _ => return Err(bad("not an IP packet")),
+            _ => return Err(bad("neither UDP nor TCP")),
         };
-        if udp.len() < UDP_HEADER || usize::from(u16::from_be_bytes([udp[4], udp[5]])) != udp.len()
-        {
-            return Err(bad("UDP length wrong"));
-        }
-        let stored = u16::from_be_bytes([udp[6], udp[7]]);
-        if stored != 0 {
-            let pseudo = pseudo_header_sum(src_ip, dst_ip, udp.len());
-            if internet_checksum(udp, pseudo) != 0 {
-                return Err(bad("UDP checksum wrong"));
-            }
-        }
         out.push(CapturedPacket {
             time: Instant::from_nanos(secs * 1_000_000_000 + nanos),
-            src: SocketAddr::new(src_ip, u16::from_be_bytes([udp[0], udp[1]])),
-            dst: SocketAddr::new(dst_ip, u16::from_be_bytes([udp[2], udp[3]])),
-            payload: udp[UDP_HEADER..].to_vec(),
+            protocol,
+            src: SocketAddr::new(src_ip, u16::from_be_bytes([src_port[0], src_port[1]])),
+            dst: SocketAddr::new(dst_ip, u16::from_be_bytes([dst_port[0], dst_port[1]])),
+            payload: payload.to_vec(),
         });
     }
     Ok(out)
@@ -417,6 +471,75 @@ mod tests {
             Err(PcapError::Truncated { .. })
         ));
         assert!(matches!(read(b"nope"), Err(PcapError::BadMagic { .. })));
+    }
+
+    /// A TCP segment (header without options, then `data`) from `src` to
+    /// `dst` with its checksum over the pseudo-header, as the TCP model
+    /// encodes one.
+    fn tcp_segment(src: &str, dst: &str, data: &[u8]) -> Datagram {
+        let mut d = dg(src, dst, &[0; 20]);
+        d.payload[0..2].copy_from_slice(&d.src.port().to_be_bytes());
+        d.payload[2..4].copy_from_slice(&d.dst.port().to_be_bytes());
+        d.payload[4..8].copy_from_slice(&1234u32.to_be_bytes());
+        d.payload[12] = 5 << 4; // data offset: five words
+        d.payload[13] = 0x18; // PSH, ACK
+        d.payload.extend_from_slice(data);
+        let pseudo = pseudo_header_sum(d.src.ip(), d.dst.ip(), IPPROTO_TCP, d.payload.len());
+        let sum = internet_checksum(&d.payload, pseudo);
+        d.payload[16..18].copy_from_slice(&sum.to_be_bytes());
+        d
+    }
+
+    // A TCP segment is written right after the IP header (protocol 6, no UDP
+    // header) and reads back whole, beside UDP packets in the same file.
+    #[test]
+    fn tcp_segments_follow_the_ip_header() {
+        let mut w = PcapWriter::new();
+        let seg = tcp_segment("192.0.2.1:5001", "198.51.100.1:5001", b"odd");
+        let seg6 = tcp_segment("[2001:db8::1]:80", "[2001:db8::2]:8080", &[7; 100]);
+        let udp = dg("192.0.2.1:9899", "198.51.100.1:9899", b"sctp");
+        w.write_ip(Instant::from_millis(1), &seg, 6).unwrap();
+        w.write(Instant::from_millis(2), &udp).unwrap();
+        w.write_ip(Instant::from_millis(3), &seg6, 6).unwrap();
+        let bytes = w.as_bytes().to_vec();
+        // The first record: IPv4 total length 20 + 23, protocol 6.
+        let ip = &bytes[24 + 16..];
+        assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 43);
+        assert_eq!(ip[9], 6);
+        assert_eq!(&ip[20..43], &seg.payload[..]);
+        let back = read(&bytes).unwrap();
+        let summary: Vec<_> = back.iter().map(|p| (p.protocol, p.src, p.dst)).collect();
+        assert_eq!(
+            summary,
+            vec![
+                (6, seg.src, seg.dst),
+                (17, udp.src, udp.dst),
+                (6, seg6.src, seg6.dst)
+            ]
+        );
+        assert_eq!(back[0].payload, seg.payload);
+        assert_eq!(back[1].payload, udp.payload);
+        assert_eq!(back[2].payload, seg6.payload);
+        // A flipped data bit fails the TCP checksum.
+        let mut flipped = bytes.clone();
+        flipped[24 + 16 + 20 + 20] ^= 1;
+        assert!(matches!(
+            read(&flipped),
+            Err(PcapError::BadPacket {
+                index: 0,
+                why: "TCP checksum wrong"
+            })
+        ));
+        // Another protocol is refused by the reader.
+        let mut other = PcapWriter::new();
+        other.write_ip(Instant::ZERO, &seg, 132).unwrap();
+        assert!(matches!(
+            read(other.as_bytes()),
+            Err(PcapError::BadPacket {
+                why: "neither UDP nor TCP",
+                ..
+            })
+        ));
     }
 
     #[test]

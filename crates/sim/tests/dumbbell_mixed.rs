@@ -10,10 +10,11 @@ use thinstream_base::{Instant, Transport};
 use thinstream_link::{Bottleneck, DropCause};
 use thinstream_proto::{Association, Config};
 use thinstream_sim::app::verify_delivery;
+use thinstream_sim::{pcap, CapturePoint, Side, Simulation, Sink, Topology};
 use thinstream_sim::{
     Access, Dumbbell, EndpointSetup, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec,
 };
-use thinstream_sim::{Side, Simulation, Sink, Topology};
+use thinstream_tcp::segment::Segment;
 use thinstream_tcp::{TcpConfig, TcpConnection};
 
 fn tcp_client(s: &EndpointSetup) -> Box<dyn Transport> {
@@ -105,9 +106,9 @@ fn sctp_thin_stream_and_tcp_bulk_share_a_bottleneck() {
         )
         .with_port(5001),
     ];
-    let result = Simulation::new(seed, &topology, flows)
-        .unwrap()
-        .run(Instant::from_secs(120));
+    let mut sim = Simulation::new(seed, &topology, flows).unwrap();
+    sim.capture_pcap(CapturePoint::Send);
+    let result = sim.run(Instant::from_secs(120));
     let bn = &result.link("link.bottleneck.forward").unwrap().stats;
     assert!(
         bn.dropped(DropCause::QueueOverflow).packets > 0,
@@ -146,5 +147,29 @@ fn sctp_thin_stream_and_tcp_bulk_share_a_bottleneck() {
     assert_eq!(
         result.endpoint(FlowId(1), Side::A).addr.to_string(),
         "192.0.2.2:5001"
+    );
+    // The capture holds every datagram sent: SCTP in UDP, and the TCP
+    // flow's segments as TCP packets that decode as such.
+    let packets = pcap::read(result.pcap.as_ref().unwrap()).unwrap();
+    let sent: u64 = result
+        .endpoints
+        .iter()
+        .map(|e| e.stats.datagrams_sent)
+        .sum();
+    assert_eq!(packets.len() as u64, sent);
+    let mut tcp = 0;
+    for p in &packets {
+        if p.src.port() == 5001 {
+            assert_eq!(p.protocol, 6);
+            Segment::decode(&p.payload, p.src, p.dst).unwrap();
+            tcp += 1;
+        } else {
+            assert_eq!(p.protocol, 17);
+        }
+    }
+    assert!(
+        tcp > 400 && tcp < packets.len(),
+        "{tcp} of {}",
+        packets.len()
     );
 }

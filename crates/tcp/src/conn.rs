@@ -6,7 +6,7 @@ use crate::config::{CwndUnit, TcpConfig};
 use crate::rack::Rack;
 use crate::receiver::Receiver;
 use crate::rtt::Rtt;
-use crate::segment::{wire_bytes, Flags, Options, Segment};
+use crate::segment::{wire_bytes, Flags, Options, Segment, IPPROTO_TCP};
 use crate::sender::SendQueue;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -954,6 +954,11 @@ impl TcpConnection {
 }
 
 impl Transport for TcpConnection {
+    fn ip_protocol(&self) -> Option<u8> {
+        // A datagram's payload is a whole TCP segment (crate::segment).
+        Some(IPPROTO_TCP)
+    }
+
     fn handle_datagram(&mut self, now: Instant, datagram: Datagram) {
         self.on_datagram(now, datagram);
         self.after_event(now);

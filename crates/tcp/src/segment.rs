@@ -19,6 +19,9 @@ use std::net::{IpAddr, SocketAddr};
 pub const IP_HEADER_BYTES: usize = 20;
 /// Bytes of a TCP header without options.
 pub const TCP_HEADER_BYTES: usize = 20;
+/// TCP's IP protocol number (in the checksum's pseudo-header, and in the IP
+/// header a capture writes in front of a segment).
+pub const IPPROTO_TCP: u8 = 6;
 /// The most option bytes a TCP header can carry (data offset of 15 words).
 pub const MAX_OPTION_BYTES: usize = 40;
 
@@ -373,7 +376,7 @@ fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
             u64::from(s.to_bits())
                 + u64::from(d.to_bits())
-                + (6 << 16)
+                + (u64::from(IPPROTO_TCP) << 16)
                 + u64::from(segment.len() as u16)
         }
         _ => {
@@ -384,7 +387,7 @@ fn checksum(src: IpAddr, dst: IpAddr, segment: &[u8]) -> u16 {
             add(&v6(src));
             add(&v6(dst));
             add(&(segment.len() as u32).to_be_bytes());
-            add(&[0, 0, 0, 6]);
+            add(&[0, 0, 0, IPPROTO_TCP]);
             0
         }
     };
