@@ -63,6 +63,7 @@ fn run(
         progress,
         pcap_run: None,
         records_run: None,
+        ..RunOptions::default()
     };
     let (json, columns) = py
         .allow_threads(|| -> Result<(String, Option<Samples>), String> {
@@ -213,6 +214,7 @@ fn run_shard(
         progress,
         pcap_run: None,
         records_run: None,
+        ..RunOptions::default()
     };
     let manifest = py
         .allow_threads(|| {

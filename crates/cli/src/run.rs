@@ -9,7 +9,16 @@ use anyhow::{anyhow, Context};
 use clap::Args as ClapArgs;
 use thinstream_base::Duration;
 use thinstream_lab::shard::ShardSpec;
-use thinstream_lab::{run_all, wall, Plan, PlanOptions, Results, RunOptions, Scenario};
+use thinstream_lab::{
+    run_all, wall, CapturePoint, Plan, PlanOptions, Results, RunOptions, Scenario,
+};
+
+/// Where `--pcap` sees packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum PcapAt {
+    Send,
+    Receive,
+}
 
 #[derive(ClapArgs, Debug)]
 pub(crate) struct Args {
@@ -34,6 +43,11 @@ pub(crate) struct Args {
     /// Which run index --pcap and --records keep.
     #[arg(long, default_value_t = 0)]
     pub(crate) pcap_run: usize,
+    /// Where --pcap sees packets: `send`, as each endpoint sends them
+    /// (before any link's loss or delay), or `receive`, as they reach their
+    /// endpoint (what each side actually got, at its arrival time).
+    #[arg(long, value_enum, default_value_t = PcapAt::Send)]
+    pub(crate) pcap_at: PcapAt,
     /// Override the time messages are generated for (e.g. 60s, for CI).
     #[arg(long, value_parser = parse_duration)]
     pub(crate) duration: Option<Duration>,
@@ -129,6 +143,10 @@ pub(crate) fn execute(
         jobs: args.jobs.unwrap_or_else(default_jobs).max(1),
         progress: !args.quiet && std::io::stderr().is_terminal(),
         pcap_run: args.pcap.as_ref().map(|_| args.pcap_run),
+        pcap_point: match args.pcap_at {
+            PcapAt::Send => CapturePoint::Send,
+            PcapAt::Receive => CapturePoint::Receive,
+        },
         records_run: args.records.as_ref().map(|_| args.pcap_run),
     };
     let started = wall::now();
@@ -252,6 +270,7 @@ fn run_shard(args: &Args, shard: ShardSpec, print: &mut dyn FnMut(&str)) -> anyh
         progress: !args.quiet && std::io::stderr().is_terminal(),
         pcap_run: None,
         records_run: None,
+        ..RunOptions::default()
     };
     let m = thinstream_lab::shard::run_shard(
         &text,

@@ -659,7 +659,44 @@ fn pcap_and_records_of_one_run() {
         .filter(|d| d["reason"] != "new")
         .count();
     assert!(resent >= 1, "the dropped message was never sent again");
+    // The same run seen where packets arrive: the one dropped packet is
+    // missing, every other is there.
+    let received = dir.join("received.pcap");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        scenario("003-static-bursts.toml").to_str().unwrap(),
+        "--points",
+        "12",
+        "--repetitions",
+        "1",
+        "--variants",
+        "standard",
+        "--quiet",
+        "--out",
+        dir.join("again").to_str().unwrap(),
+        "--pcap",
+        received.to_str().unwrap(),
+        "--pcap-at",
+        "receive",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let sent = pcap_records(&bytes);
+    assert!(sent > 48, "{sent} packets");
+    assert_eq!(pcap_records(&std::fs::read(&received).unwrap()), sent - 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Packets in a little-endian pcap file: the records after the 24-byte
+/// file header, each a 16-byte header and its captured length.
+fn pcap_records(bytes: &[u8]) -> usize {
+    let (mut at, mut n) = (24, 0);
+    while at + 16 <= bytes.len() {
+        let incl = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + incl;
+        n += 1;
+    }
+    assert_eq!(at, bytes.len(), "the capture ends inside a record");
+    n
 }
 
 // 000-fig8-crosstraffic, 10 s: the 81 HTTP clients load the bottleneck and

@@ -84,6 +84,7 @@ pub use runner::{
     two_host_links, Detail, RunOptions, RunOutcome, StreamPeak, STREAM_PAUSE, STREAM_SAMPLE_LIMIT,
 };
 pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
+pub use thinstream_sim::CapturePoint;
 pub use transport::{resolve, sctp_config, tcp_config, PresetIssue, TransportConfig};
 
 #[cfg(test)]

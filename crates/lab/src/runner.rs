@@ -78,7 +78,8 @@ pub struct RunOutcome {
 /// What to keep of one run beyond its metrics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Detail {
-    pub pcap: bool,
+    /// Capture the run's packets, seen where this says.
+    pub pcap: Option<thinstream_sim::CapturePoint>,
     pub records: bool,
     /// Analyse the run while it runs ([`thinstream_metrics::FlowStream`]),
     /// so that memory does not grow with the simulated duration; the
@@ -146,6 +147,9 @@ pub struct RunOptions {
     pub progress: bool,
     /// Capture a pcap of this run index.
     pub pcap_run: Option<usize>,
+    /// Where that capture sees packets: as endpoints send them (before
+    /// any link's loss and delay) or as they arrive.
+    pub pcap_point: thinstream_sim::CapturePoint,
     /// Keep the trace records of this run index.
     pub records_run: Option<usize>,
 }
@@ -156,6 +160,7 @@ impl Default for RunOptions {
             jobs: 1,
             progress: false,
             pcap_run: None,
+            pcap_point: thinstream_sim::CapturePoint::Send,
             records_run: None,
         }
     }
@@ -219,7 +224,7 @@ fn run_each<T: Send>(
             .par_iter()
             .map(|spec| {
                 let detail = Detail {
-                    pcap: options.pcap_run == Some(spec.index),
+                    pcap: (options.pcap_run == Some(spec.index)).then_some(options.pcap_point),
                     records: options.records_run == Some(spec.index),
                     stream,
                 };
@@ -362,8 +367,8 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
     let port = flows[0].port;
     let mut sim =
         Simulation::new(spec.seed, &topology, flows).map_err(|e| run_err(e.to_string()))?;
-    if detail.pcap {
-        sim.capture_pcap(thinstream_sim::CapturePoint::Send);
+    if let Some(point) = detail.pcap {
+        sim.capture_pcap(point);
     }
     let drop_k = point.iter().find_map(|x| match x {
         SweepPoint::DropDataPacket(k) => Some(*k),
@@ -393,7 +398,7 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
         owd: scenario.metrics.owd.0,
         summary_latency: scenario.metrics.latency,
     };
-    let streaming = detail.stream && !detail.pcap && !detail.records && streams(plan);
+    let streaming = detail.stream && detail.pcap.is_none() && !detail.records && streams(plan);
     let (result, streamed) = if streaming {
         // Throughput covers every traced flow (see the full analysis below).
         let traced: Vec<(usize, usize)> = entry_of
