@@ -247,11 +247,7 @@ impl TcpConnection {
                     self.grow_cwnd_by_delivered(newly_delivered);
                 }
             } else {
-                let limited = match self.cfg.cwnd_unit {
-                    CwndUnit::Packets => prior_pipe >= self.cwnd,
-                    CwndUnit::Bytes => prior_pipe + self.mss > self.cwnd,
-                };
-                if limited {
+                if self.window_full(prior_pipe) {
                     self.grow_cwnd(acked_bytes);
                 }
             }
@@ -282,6 +278,14 @@ impl TcpConnection {
         } else if newly_sacked > 0 && self.rack.is_some() {
             // RFC 8985 §7.2: reschedule the probe timer on ACKs that deliver data.
             self.rearm_timer(now, Rearm::Sacked);
+        }
+    }
+
+    /// Whether `pipe` leaves no room in the window for another segment.
+    fn window_full(&self, pipe: u64) -> bool {
+        match self.cfg.cwnd_unit {
+            CwndUnit::Packets => pipe >= self.cwnd,
+            CwndUnit::Bytes => pipe + self.mss > self.cwnd,
         }
     }
 
@@ -863,10 +867,7 @@ impl TcpConnection {
             sent_new = true;
         }
         if tried_new && self.cfg.cwnd_growth_per_window {
-            let limited = match self.cfg.cwnd_unit {
-                CwndUnit::Packets => self.pipe() >= self.cwnd,
-                CwndUnit::Bytes => self.pipe() + self.mss > self.cwnd,
-            };
+            let limited = self.window_full(self.pipe());
             if sent_new || limited {
                 self.validate_cwnd(limited);
             }

@@ -1,7 +1,7 @@
 //! Many thin associations from one endpoint: each sends a small message at a
 //! fixed interval to an echo server (`thinstream listen --echo`) and times
 //! the echo. Reports round-trip percentiles over all messages, and this
-//! process's CPU time and peak memory. Used by `bench/many-thin`.
+//! process's CPU time and peak memory. Used by `bench/api-perf`.
 //!
 //! ```sh
 //! cargo run --release -p thinstream --example thin_load -- --to 127.0.0.1:9899 --associations 1000
