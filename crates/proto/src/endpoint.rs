@@ -391,6 +391,24 @@ impl Endpoint {
     }
 
     fn reindex(&mut self, id: AssociationId) {
+        let current = self.assocs.get(&id).and_then(|a| {
+            a.remote_addr()
+                .map(|addr| (addr, a.peer_port(), a.local_tag(), a.config().local_port))
+        });
+        if let Some(key @ (addr, port, tag, local_port)) = current {
+            if self.keys.get(&id) == Some(&key) {
+                // The keys are the ones indexed (every packet but the
+                // handshake's): only make sure both lookups still name this
+                // association, as the full re-insertion below would.
+                if self.by_tag.get(&(addr, port, tag)) != Some(&id) {
+                    self.by_tag.insert((addr, port, tag), id);
+                }
+                if self.by_addr.get(&(addr, port, local_port)) != Some(&id) {
+                    self.by_addr.insert((addr, port, local_port), id);
+                }
+                return;
+            }
+        }
         if let Some((addr, port, tag, local_port)) = self.keys.remove(&id) {
             self.by_tag.remove(&(addr, port, tag));
             let k = (addr, port, local_port);
