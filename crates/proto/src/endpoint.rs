@@ -220,40 +220,42 @@ impl Endpoint {
     /// Association `id` received an input: it may have output, and its
     /// timers may have moved.
     fn touched(&mut self, id: AssociationId) {
-        if !self.assocs.contains_key(&id) {
-            return;
+        if self.note_output(id) {
+            self.tx_ready.insert(id);
         }
-        self.tx_ready.insert(id);
-        self.note_output(id);
     }
 
     /// Index what association `id` has for the application and the trace,
     /// and its deadline (sets change only when something is there, so the
-    /// common path allocates nothing).
-    fn note_output(&mut self, id: AssociationId) {
+    /// common path allocates nothing). False if `id` is unknown.
+    fn note_output(&mut self, id: AssociationId) -> bool {
         let Some(a) = self.assocs.get(&id) else {
-            return;
+            return false;
         };
-        if a.has_app_events() {
+        let (app, trace, deadline) = (a.has_app_events(), a.has_trace_records(), a.poll_timeout());
+        if app {
             self.app_ready.insert(id);
         }
-        if a.has_trace_records() {
+        if trace {
             self.trace_ready.insert(id);
         }
-        self.retime(id);
+        self.set_deadline(id, deadline);
+        true
     }
 
-    /// Re-read association `id`'s deadline.
-    fn retime(&mut self, id: AssociationId) {
-        let new = self.assocs.get(&id).and_then(|a| a.poll_timeout());
-        if self.timer_at.get(&id).copied() == new {
+    /// Association `id`'s deadline is now `new`.
+    fn set_deadline(&mut self, id: AssociationId, new: Option<Instant>) {
+        let old = match new {
+            Some(t) => self.timer_at.insert(id, t),
+            None => self.timer_at.remove(&id),
+        };
+        if old == new {
             return;
         }
-        if let Some(old) = self.timer_at.remove(&id) {
+        if let Some(old) = old {
             self.timers.remove(&(old, id));
         }
         if let Some(t) = new {
-            self.timer_at.insert(id, t);
             self.timers.insert((t, id));
         }
     }
