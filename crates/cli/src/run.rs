@@ -46,7 +46,7 @@ pub(crate) struct Args {
     /// Where --pcap sees packets: `send`, as each endpoint sends them
     /// (before any link's loss or delay), or `receive`, as they reach their
     /// endpoint (what each side actually got, at its arrival time).
-    #[arg(long, value_enum, default_value_t = PcapAt::Send)]
+    #[arg(long, value_enum, default_value_t = PcapAt::Send, requires = "pcap")]
     pub(crate) pcap_at: PcapAt,
     /// Override the time messages are generated for (e.g. 60s, for CI).
     #[arg(long, value_parser = parse_duration)]
