@@ -613,24 +613,35 @@ fn pcap_and_records_of_one_run() {
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("run.pcap");
     let records = dir.join("run.jsonl");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        scenario("003-static-bursts.toml").to_str().unwrap(),
-        "--points",
-        "12",
-        "--repetitions",
-        "1",
-        "--variants",
-        "standard",
-        "--quiet",
-        "--out",
-        dir.to_str().unwrap(),
-        "--pcap",
-        pcap.to_str().unwrap(),
-        "--records",
-        records.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    // Point 12 (one data packet dropped), one run, into `out`.
+    let one_run = |out: &std::path::Path, extra: &[&str]| {
+        let scenario = scenario("003-static-bursts.toml");
+        let mut args = vec![
+            "run",
+            scenario.to_str().unwrap(),
+            "--points",
+            "12",
+            "--repetitions",
+            "1",
+            "--variants",
+            "standard",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    };
+    one_run(
+        &dir,
+        &[
+            "--pcap",
+            pcap.to_str().unwrap(),
+            "--records",
+            records.to_str().unwrap(),
+        ],
+    );
     let bytes = std::fs::read(&pcap).unwrap();
     // pcap global header magic (microsecond or nanosecond, either byte order).
     assert!(bytes.len() > 24, "capture too short");
@@ -662,24 +673,10 @@ fn pcap_and_records_of_one_run() {
     // The same run seen where packets arrive: the one dropped packet is
     // missing, every other is there.
     let received = dir.join("received.pcap");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        scenario("003-static-bursts.toml").to_str().unwrap(),
-        "--points",
-        "12",
-        "--repetitions",
-        "1",
-        "--variants",
-        "standard",
-        "--quiet",
-        "--out",
-        dir.join("again").to_str().unwrap(),
-        "--pcap",
-        received.to_str().unwrap(),
-        "--pcap-at",
-        "receive",
-    ]);
-    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    one_run(
+        &dir.join("again"),
+        &["--pcap", received.to_str().unwrap(), "--pcap-at", "receive"],
+    );
     let sent = pcap_records(&bytes);
     assert!(sent > 48, "{sent} packets");
     assert_eq!(pcap_records(&std::fs::read(&received).unwrap()), sent - 1);

@@ -10,10 +10,10 @@ use thinstream_base::{Instant, Transport};
 use thinstream_link::{Bottleneck, DropCause};
 use thinstream_proto::{Association, Config};
 use thinstream_sim::app::verify_delivery;
-use thinstream_sim::{pcap, CapturePoint, Side, Simulation, Sink, Topology};
 use thinstream_sim::{
     Access, Dumbbell, EndpointSetup, EndpointSpec, FlowId, FlowSpec, MessageSource, MessageSpec,
 };
+use thinstream_sim::{CapturePoint, Side, Simulation, Sink, Topology};
 use thinstream_tcp::segment::Segment;
 use thinstream_tcp::{TcpConfig, TcpConnection};
 
@@ -150,13 +150,7 @@ fn sctp_thin_stream_and_tcp_bulk_share_a_bottleneck() {
     );
     // The capture holds every datagram sent: SCTP in UDP, and the TCP
     // flow's segments as TCP packets that decode as such.
-    let packets = pcap::read(result.pcap.as_ref().unwrap()).unwrap();
-    let sent: u64 = result
-        .endpoints
-        .iter()
-        .map(|e| e.stats.datagrams_sent)
-        .sum();
-    assert_eq!(packets.len() as u64, sent);
+    let packets = capture_of_everything_sent(&result);
     let mut tcp = 0;
     for p in &packets {
         if p.src.port() == 5001 {

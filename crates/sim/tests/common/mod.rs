@@ -5,8 +5,9 @@
 
 use thinstream_base::{Bitrate, Duration, Instant, Seed};
 use thinstream_link::{Bottleneck, LinkConfig};
+use thinstream_sim::pcap::{self, CapturedPacket};
 use thinstream_sim::toy::{StopAndWait, UnreliableDatagram};
-use thinstream_sim::{App, EndpointSpec, MessageSpec};
+use thinstream_sim::{App, EndpointSpec, MessageSpec, RunResult};
 
 /// The seed of a test: `THINSTREAM_SEED` if set (to replay a failure), else `default`.
 pub fn test_seed(default: u64) -> Seed {
@@ -62,4 +63,19 @@ pub fn periodic(start: Instant, iat: Duration, count: u64, bytes: u32) -> Vec<Me
             unordered: false,
         })
         .collect()
+}
+
+/// The run's capture read back, checked to hold every datagram the
+/// endpoints sent (a capture at the send point) and nothing skipped.
+#[allow(dead_code)] // not every test file captures
+pub fn capture_of_everything_sent(result: &RunResult) -> Vec<CapturedPacket> {
+    let packets = pcap::read(result.pcap.as_ref().expect("a capture was asked for")).unwrap();
+    let sent: u64 = result
+        .endpoints
+        .iter()
+        .map(|e| e.stats.datagrams_sent)
+        .sum();
+    assert_eq!(packets.len() as u64, sent);
+    assert_eq!(result.pcap_skipped, 0);
+    packets
 }
