@@ -349,6 +349,8 @@ async fn run(
     let mut rx = RxBuffers::new();
     let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
     tokio::pin!(sleep);
+    // The deadline `sleep` was last set to.
+    let mut armed: Option<thinstream_base::Instant> = None;
     loop {
         // Under the lock: timers and events.
         let woke = {
@@ -403,8 +405,11 @@ async fn run(
                 continue;
             }
         }
-        if let Some(t) = deadline {
+        // Re-arming the runtime's timer costs a trip through its timer
+        // wheel; most turns leave the deadline where it was.
+        if let Some(t) = deadline.filter(|&t| armed != Some(t)) {
             sleep.as_mut().reset(clock.to_std(t).into());
+            armed = Some(t);
         }
         tokio::select! {
             r = io.ready_to_read() => {
