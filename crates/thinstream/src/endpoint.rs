@@ -349,8 +349,6 @@ async fn run(
     let mut rx = RxBuffers::new();
     let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
     tokio::pin!(sleep);
-    // The deadline `sleep` was last set to.
-    let mut armed: Option<thinstream_base::Instant> = None;
     loop {
         // Under the lock: timers and events.
         let woke = {
@@ -407,9 +405,11 @@ async fn run(
         }
         // Re-arming the runtime's timer costs a trip through its timer
         // wheel; most turns leave the deadline where it was.
-        if let Some(t) = deadline.filter(|&t| armed != Some(t)) {
-            sleep.as_mut().reset(clock.to_std(t).into());
-            armed = Some(t);
+        if let Some(t) = deadline {
+            let at = tokio::time::Instant::from(clock.to_std(t));
+            if sleep.deadline() != at {
+                sleep.as_mut().reset(at);
+            }
         }
         tokio::select! {
             r = io.ready_to_read() => {
