@@ -41,7 +41,7 @@ pub enum AppEvent {
         /// Payload protocol identifier of the message (SCTP: the PPID of
         /// its DATA / I-DATA chunk, RFC 9260 §3.3.1; TCP: always 0).
         ppid: u32,
-        payload: Vec<u8>,
+        payload: bytes::Bytes,
     },
     /// Send buffer space became available after a [`SendError::BufferFull`].
     Writable,

@@ -89,6 +89,9 @@ pub struct Endpoint {
     /// Associations lent out by `association_mut`: anything may have
     /// changed; re-examined before the next operation.
     lent: BTreeSet<AssociationId>,
+    /// A chunk list to parse the next datagram into, taken back from the
+    /// association that handled the last one.
+    scratch_rx: Vec<Chunk>,
 }
 
 /// A source of unpredictable bytes (the OS random source in real use). The
@@ -127,6 +130,7 @@ impl Endpoint {
             stats: Stats::default(),
             next_id: 0,
             now_hint: Instant::ZERO,
+            scratch_rx: Vec::new(),
             rr: AssociationId(0),
             entropy: None,
             tx_ready: BTreeSet::new(),
@@ -433,7 +437,8 @@ impl Endpoint {
     /// A datagram arrived on the endpoint's socket.
     pub fn handle_datagram(&mut self, now: Instant, d: Datagram) {
         let len = d.payload.len();
-        let parsed = Packet::parse_bytes(&Bytes::from(d.payload));
+        let chunks = std::mem::take(&mut self.scratch_rx);
+        let parsed = Packet::parse_bytes_reusing(&Bytes::from(d.payload), chunks);
         self.handle_parsed(now, d.src, parsed, len);
     }
 
@@ -441,7 +446,9 @@ impl Endpoint {
     /// the endpoint stores of it (message payloads) is copied, the rest is
     /// only read, so an I/O layer can receive into buffers it reuses.
     pub fn handle_slice(&mut self, now: Instant, src: SocketAddr, payload: &[u8]) {
-        self.handle_parsed(now, src, Packet::parse(payload), payload.len());
+        let chunks = std::mem::take(&mut self.scratch_rx);
+        let parsed = Packet::parse_reusing(payload, chunks);
+        self.handle_parsed(now, src, parsed, payload.len());
     }
 
     fn handle_parsed(
@@ -472,6 +479,7 @@ impl Endpoint {
             // with `connect_with` may use another local SCTP port).
             if let Some(a) = self.assocs.get_mut(&id) {
                 a.handle_packet(now, src, packet, len);
+                self.scratch_rx = std::mem::take(&mut a.scratch_rx);
             }
             self.reindex(id);
             self.touched(id);

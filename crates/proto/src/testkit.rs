@@ -246,7 +246,7 @@ impl Pair {
                 payload,
                 ..
             } => {
-                out.push((*stream, *unordered, payload.clone()));
+                out.push((*stream, *unordered, payload.to_vec()));
                 false
             }
             _ => true,

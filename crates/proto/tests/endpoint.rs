@@ -46,7 +46,7 @@ fn serves_several_peers() {
             by_id
                 .entry(*id)
                 .or_default()
-                .push(String::from_utf8(payload.clone()).unwrap());
+                .push(String::from_utf8(payload.to_vec()).unwrap());
         }
     }
     assert_eq!(by_id.len(), 3);
@@ -157,7 +157,7 @@ fn endpoint_to_endpoint() {
         stream: 0,
         unordered: false,
         ppid: 0,
-        payload: b"via endpoints".to_vec()
+        payload: bytes::Bytes::from_static(b"via endpoints")
     }));
 }
 

@@ -696,7 +696,7 @@ pub struct EchoReport {
 #[derive(Debug)]
 pub struct Echo {
     sink: Sink,
-    waiting: VecDeque<(u16, bool, Vec<u8>)>,
+    waiting: VecDeque<(u16, bool, bytes::Bytes)>,
     echoed: u64,
     rejected: Vec<SendError>,
 }

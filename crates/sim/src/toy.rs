@@ -127,7 +127,7 @@ impl Transport for UnreliableDatagram {
             stream: h.stream,
             unordered,
             ppid: 0,
-            payload,
+            payload: payload.into(),
         });
     }
 
@@ -307,7 +307,7 @@ impl Transport for StopAndWait {
                         stream: h.stream,
                         unordered,
                         ppid: 0,
-                        payload,
+                        payload: payload.into(),
                     });
                 }
                 // A sequence number from the future cannot happen with one

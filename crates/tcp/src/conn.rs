@@ -858,7 +858,7 @@ impl TcpConnection {
                 stream: 0,
                 unordered: false,
                 ppid: 0,
-                payload: bytes,
+                payload: bytes.into(),
             });
         }
         if o.fin_reached {

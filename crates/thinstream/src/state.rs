@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 
-use bytes::Bytes;
 use thinstream_base::drive::AppEvent;
 use thinstream_base::Instant;
 use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint};
@@ -182,7 +181,7 @@ impl State {
                         stream,
                         ppid,
                         unordered,
-                        data: Bytes::from(payload),
+                        data: payload,
                     });
                     if let Some(w) = slot.recv_waker.take() {
                         w.wake();

@@ -309,6 +309,9 @@ pub struct Association {
     /// ABORT, SHUTDOWN COMPLETE, OOTB responses).
     pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
     scratch_data: Vec<Chunk>,
+    /// The chunk list of the last packet received, emptied, for parsing
+    /// the next one into (the endpoint takes it back after each packet).
+    pub(crate) scratch_rx: Vec<Chunk>,
     pub(crate) tx: Sender,
     pub(crate) rx: Receiver,
     /// Thin-stream packet list and loss estimate (002 §4.2.1), kept only
@@ -429,6 +432,7 @@ impl Association {
             tracer: Tracer::new(config.trace),
             scratch_chunks: Vec::new(),
             scratch_data: Vec::new(),
+            scratch_rx: Vec::new(),
             stats: Stats::default(),
             heartbeat: None,
             burst: 0,
@@ -963,7 +967,7 @@ impl Association {
         !matches!(self.state, State::Closed | State::CookieWait)
     }
 
-    fn process_packet(&mut self, now: Instant, src: SocketAddr, packet: Packet) {
+    fn process_packet(&mut self, now: Instant, src: SocketAddr, mut packet: Packet) {
         if packet.dst_port != self.config.local_port {
             self.discard(now, "wrong-port");
             return;
@@ -996,7 +1000,10 @@ impl Association {
         let mut had_data = false;
         let mut stop = false;
         let mut reports: Vec<crate::wire::ErrorCause> = Vec::new();
-        for chunk in &packet.chunks {
+        // The chunks are taken by value: DATA payloads move into the
+        // receive side instead of being cloned.
+        let mut chunks = std::mem::take(&mut packet.chunks);
+        for chunk in chunks.drain(..) {
             if stop || self.state == State::Closed {
                 break;
             }
@@ -1026,20 +1033,20 @@ impl Association {
                 }
                 Chunk::Init(init) => {
                     // check_tag guaranteed INIT is the only chunk.
-                    self.on_init(now, src, packet.src_port, init);
+                    self.on_init(now, src, packet.src_port, &init);
                     stop = true;
                 }
-                Chunk::InitAck(ia) => self.on_init_ack(now, ia),
-                Chunk::Sack(s) => self.on_sack(now, s),
-                Chunk::Heartbeat(hb) => self.on_heartbeat(hb),
-                Chunk::HeartbeatAck(hb) => self.on_heartbeat_ack(now, hb),
+                Chunk::InitAck(ia) => self.on_init_ack(now, &ia),
+                Chunk::Sack(s) => self.on_sack(now, &s),
+                Chunk::Heartbeat(hb) => self.on_heartbeat(&hb),
+                Chunk::HeartbeatAck(hb) => self.on_heartbeat_ack(now, &hb),
                 Chunk::Abort(a) => {
-                    self.on_abort(now, a);
+                    self.on_abort(now, &a);
                     stop = true;
                 }
-                Chunk::Shutdown(s) => self.on_shutdown(now, s),
+                Chunk::Shutdown(s) => self.on_shutdown(now, &s),
                 Chunk::ShutdownAck => self.on_shutdown_ack(now),
-                Chunk::Error(e) => self.on_error(now, e),
+                Chunk::Error(e) => self.on_error(now, &e),
                 Chunk::CookieEcho(c) => {
                     self.on_cookie_echo(now, src, &packet, &c.cookie);
                 }
@@ -1051,7 +1058,7 @@ impl Association {
                         self.protocol_violation(now, "FORWARD TSN chunk while I-DATA is in use");
                         stop = true;
                     } else {
-                        self.on_forward_tsn(now, f);
+                        self.on_forward_tsn(now, &f);
                     }
                 }
                 Chunk::IForwardTsn(f) => {
@@ -1062,15 +1069,16 @@ impl Association {
                         );
                         stop = true;
                     } else {
-                        self.on_iforward_tsn(now, f);
+                        self.on_iforward_tsn(now, &f);
                     }
                 }
                 Chunk::Unknown(u) => {
+                    let action = crate::wire::Unrecognized::for_chunk(u.kind);
+                    let chunk = Chunk::Unknown(u);
                     self.stats.unknown_chunks += 1;
                     // §3.2: the upper two bits of the type decide.
-                    let action = crate::wire::Unrecognized::for_chunk(u.kind);
                     if action.reports() && chunk.encoded_len() <= 1024 {
-                        reports.push(crate::wire::ErrorCause::unrecognized_chunk(chunk));
+                        reports.push(crate::wire::ErrorCause::unrecognized_chunk(&chunk));
                     }
                     if !action.skips() {
                         stop = true;
@@ -1081,6 +1089,9 @@ impl Association {
         if !reports.is_empty() && self.state != State::Closed && self.has_peer_tcb() {
             self.control
                 .push_back(Chunk::Error(crate::wire::ErrorChunk { causes: reports }));
+        }
+        if chunks.capacity() <= MAX_SCRATCH_CHUNKS {
+            self.scratch_rx = chunks;
         }
         if had_data && self.state != State::Closed {
             self.after_data_packet(now);
@@ -1160,7 +1171,8 @@ impl Association {
 impl Transport for Association {
     fn handle_datagram(&mut self, now: Instant, datagram: Datagram) {
         let len = datagram.payload.len();
-        match Packet::parse_bytes(&Bytes::from(datagram.payload)) {
+        let chunks = std::mem::take(&mut self.scratch_rx);
+        match Packet::parse_bytes_reusing(&Bytes::from(datagram.payload), chunks) {
             Ok(p) => self.handle_packet(now, datagram.src, p, len),
             Err(_) => {
                 self.stats.malformed_packets += 1;

@@ -34,6 +34,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use smallvec::{smallvec, SmallVec};
 use thinstream_base::drive::AppEvent;
 use thinstream_base::trace::{Record, Units};
 use thinstream_base::Instant;
@@ -64,9 +65,11 @@ struct Message {
     stream: u16,
     unordered: bool,
     ppid: u32,
-    payload: Vec<u8>,
-    /// Runs of consecutive units and their payload bytes.
-    runs: Vec<(Units, u32)>,
+    payload: Bytes,
+    /// Runs of consecutive units and their payload bytes (one for every
+    /// message but an I-DATA message whose fragments took TSNs out of
+    /// order, so kept inline).
+    runs: SmallVec<[(Units, u32); 1]>,
 }
 
 #[derive(Clone, Debug)]
@@ -437,7 +440,7 @@ impl Association {
 
     /// One DATA chunk (§6.2). Returns false if processing of the packet
     /// must stop (the association was aborted).
-    pub(crate) fn on_data(&mut self, now: Instant, d: &DataChunk) -> bool {
+    pub(crate) fn on_data(&mut self, now: Instant, d: DataChunk) -> bool {
         let unit = match self.accept_tsn(now, d.tsn, d.stream, d.payload.len(), d.immediate) {
             Err(()) => return false,
             Ok(None) => return true,
@@ -452,7 +455,7 @@ impl Association {
                 unordered: d.unordered,
                 beginning: d.beginning,
                 ending: d.ending,
-                payload: d.payload.clone(),
+                payload: d.payload,
             },
         );
         self.try_assemble(now, unit);
@@ -461,7 +464,7 @@ impl Association {
 
     /// One I-DATA chunk (RFC 8260 §2.1, module docs). Returns false if
     /// processing of the packet must stop.
-    pub(crate) fn on_idata(&mut self, now: Instant, d: &IDataChunk) -> bool {
+    pub(crate) fn on_idata(&mut self, now: Instant, d: IDataChunk) -> bool {
         let key = (d.stream, d.unordered, d.mid);
         let unit = match self.accept_tsn(now, d.tsn, d.stream, d.payload.len(), d.immediate) {
             Err(()) => return false,
@@ -485,17 +488,18 @@ impl Association {
                 stream: d.stream,
                 unordered: d.unordered,
                 ppid: d.ppid(),
-                payload: d.payload.to_vec(),
-                runs: vec![(Units::one(unit), len)],
+                payload: d.payload,
+                runs: smallvec![(Units::one(unit), len)],
             }
         } else {
+            let ppid = d.ppid();
             let part = self.rx.ireasm.entry(key).or_default();
-            if let Some((_, old)) = part.frags.insert(fsn, (unit, d.payload.clone())) {
+            if let Some((_, old)) = part.frags.insert(fsn, (unit, d.payload)) {
                 // The same fragment under another TSN (a broken peer): keep one.
                 self.rx.held = self.rx.held.saturating_sub(old.len());
             }
             if d.beginning {
-                part.ppid = d.ppid();
+                part.ppid = ppid;
             }
             if d.ending {
                 part.last = Some(fsn);
@@ -517,7 +521,7 @@ impl Association {
                 units.push((u, b.len() as u32));
             }
             units.sort_unstable();
-            let mut runs: Vec<(Units, u32)> = Vec::new();
+            let mut runs: SmallVec<[(Units, u32); 1]> = SmallVec::new();
             for (u, b) in units {
                 match runs.last_mut() {
                     Some((r, bytes)) if r.end == u => {
@@ -531,7 +535,7 @@ impl Association {
                 stream: d.stream,
                 unordered: d.unordered,
                 ppid: part.ppid,
-                payload,
+                payload: Bytes::from(payload),
                 runs,
             }
         };
@@ -691,19 +695,29 @@ impl Association {
             }
             last += 1;
         }
-        let mut payload = Vec::new();
-        for u in first..=last {
-            if let Some(x) = self.rx.reasm.remove(&u) {
-                payload.extend_from_slice(&x.payload);
+        let payload = if first == last {
+            // One chunk (every message of a thin stream): its bytes as they are.
+            self.rx
+                .reasm
+                .remove(&first)
+                .map(|x| x.payload)
+                .unwrap_or_default()
+        } else {
+            let mut joined = Vec::new();
+            for u in first..=last {
+                if let Some(x) = self.rx.reasm.remove(&u) {
+                    joined.extend_from_slice(&x.payload);
+                }
             }
-        }
+            Bytes::from(joined)
+        };
         let bytes = payload.len() as u32;
         let msg = Message {
             stream,
             unordered,
             ppid,
             payload,
-            runs: vec![(Units::new(first, last + 1), bytes)],
+            runs: smallvec![(Units::new(first, last + 1), bytes)],
         };
         if unordered {
             self.deliver(now, msg);

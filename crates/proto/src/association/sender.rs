@@ -171,6 +171,9 @@ pub(crate) struct Pending {
     pub(crate) max_rtx: Option<u32>,
 }
 
+/// The largest emptied queue kept for reuse (in messages).
+const MAX_SPARE_PENDING: usize = 64;
+
 /// The queues of the interleaving scheduler: (stream, its messages) for
 /// the streams with queued messages, sorted by stream. One stream's entry
 /// is stored inline: a thin stream's message then touches no block of its
@@ -179,6 +182,9 @@ pub(crate) struct Pending {
 #[derive(Debug, Default)]
 pub(crate) struct Sched {
     q: SmallVec<[(u16, VecDeque<Pending>); 1]>,
+    /// The storage of the last queue emptied, for the next stream that
+    /// gets one (a thin stream's queue empties at every message).
+    spare: VecDeque<Pending>,
 }
 
 impl Sched {
@@ -206,7 +212,7 @@ impl Sched {
         let i = match self.find(stream) {
             Ok(i) => i,
             Err(i) => {
-                self.q.insert(i, (stream, VecDeque::new()));
+                self.q.insert(i, (stream, std::mem::take(&mut self.spare)));
                 i
             }
         };
@@ -214,7 +220,11 @@ impl Sched {
     }
     pub(crate) fn remove(&mut self, stream: u16) {
         if let Ok(i) = self.find(stream) {
-            self.q.remove(i);
+            let (_, mut q) = self.q.remove(i);
+            if q.capacity() <= MAX_SPARE_PENDING && q.capacity() > self.spare.capacity() {
+                q.clear();
+                self.spare = q;
+            }
         }
     }
     /// The first stream with a queue from `from` on, else the first one
@@ -611,12 +621,13 @@ impl Association {
             }
         }
         let frag = self.tx.frag.max(1);
-        let payload = Bytes::copy_from_slice(data);
+        let mut payload = Bytes::copy_from_slice(data);
+        let len = payload.len();
         let stream = usize::from(p.stream);
         let expires = p.lifetime.map(|l| now + l);
         let id = self.tx.next_message;
         self.tx.next_message += 1;
-        let n = payload.len().div_ceil(frag);
+        let n = len.div_ceil(frag);
         // The units the message occupies. With I-DATA this assumes the
         // scheduler sends in submission order, which holds while only one
         // stream has data queued (module docs: trace units and I-DATA).
@@ -626,7 +637,7 @@ impl Association {
                 msg: id,
                 unordered: p.unordered,
                 ppid: p.ppid,
-                payload: payload.clone(),
+                payload,
                 offset: 0,
                 fsn: 0,
                 mid: None,
@@ -645,7 +656,7 @@ impl Association {
             };
             for k in 0..n {
                 let start = k * frag;
-                let end = (start + frag).min(payload.len());
+                let end = (start + frag).min(len);
                 let unit = first_unit + k as u64;
                 self.tx.chunks.push_back(TxChunk {
                     tsn: self.tx.initial_tsn.add(unit as u32),
@@ -656,7 +667,14 @@ impl Association {
                     unordered: p.unordered,
                     beginning: k == 0,
                     ending: k + 1 == n,
-                    payload: payload.slice(start..end),
+                    // One chunk takes the message's bytes as they are
+                    // (slicing a fresh `Bytes` makes it allocate a shared
+                    // header).
+                    payload: if n == 1 {
+                        std::mem::take(&mut payload)
+                    } else {
+                        payload.slice(start..end)
+                    },
                     state: ChunkState::Unsent,
                     transmissions: 0,
                     last_sent: now,
@@ -680,14 +698,14 @@ impl Association {
                 self.tx.pr_live += n;
             }
         }
-        self.tx.queued_bytes += payload.len();
-        self.tx.unsent_bytes += payload.len();
+        self.tx.queued_bytes += len;
+        self.tx.unsent_bytes += len;
         if let Some(prev) = self.last_submit {
             self.last_message_interval = Some(now.saturating_duration_since(prev));
         }
         self.last_submit = Some(now);
         self.stats.messages_submitted += 1;
-        let bytes = payload.len() as u32;
+        let bytes = len as u32;
         self.tracer.record(|| Record::Submitted {
             time: now,
             message: id,
@@ -734,8 +752,17 @@ impl Association {
             }
         };
         let start = m.offset;
-        let end = (start + frag).min(m.payload.len());
+        let len = m.payload.len();
+        let end = (start + frag).min(len);
         let unit = tx.cum_unit + tx.chunks.len() as u64;
+        // A message in one fragment gives its bytes as they are (slicing a
+        // fresh `Bytes` makes it allocate a shared header); the message
+        // leaves the queue below.
+        let payload = if start == 0 && end == len {
+            std::mem::take(&mut m.payload)
+        } else {
+            m.payload.slice(start..end)
+        };
         let chunk = TxChunk {
             tsn: tx.initial_tsn.add(unit as u32),
             unit,
@@ -744,8 +771,8 @@ impl Association {
             ppid: m.ppid,
             unordered: m.unordered,
             beginning: start == 0,
-            ending: end == m.payload.len(),
-            payload: m.payload.slice(start..end),
+            ending: end == len,
+            payload,
             state: ChunkState::Unsent,
             transmissions: 0,
             last_sent: now,

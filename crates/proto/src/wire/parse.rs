@@ -60,12 +60,35 @@ impl Packet {
     /// Parse a packet and verify its CRC32c (RFC 9260 §6.8, Appendix B).
     /// Never panics; variable-length fields are copied out of `buf`.
     pub fn parse(buf: &[u8]) -> Result<Packet, WireError> {
-        parse_packet(Src { buf, owner: None }, true)
+        parse_packet(Src { buf, owner: None }, true, Vec::new())
+    }
+
+    /// [`Packet::parse`] into a chunk list kept from an earlier packet
+    /// (cleared first), so that a steady stream of packets does not
+    /// allocate one list each.
+    pub(crate) fn parse_reusing(buf: &[u8], chunks: Vec<Chunk>) -> Result<Packet, WireError> {
+        parse_packet(Src { buf, owner: None }, true, chunks)
+    }
+
+    /// [`Packet::parse_bytes`] into a kept chunk list, as
+    /// [`Packet::parse_reusing`].
+    pub(crate) fn parse_bytes_reusing(
+        buf: &Bytes,
+        chunks: Vec<Chunk>,
+    ) -> Result<Packet, WireError> {
+        parse_packet(
+            Src {
+                buf: buf.as_ref(),
+                owner: Some(buf),
+            },
+            true,
+            chunks,
+        )
     }
 
     /// Parse without checking the checksum (captures, tests, fuzzing).
     pub fn parse_unchecked(buf: &[u8]) -> Result<Packet, WireError> {
-        parse_packet(Src { buf, owner: None }, false)
+        parse_packet(Src { buf, owner: None }, false, Vec::new())
     }
 
     /// Like [`Packet::parse`], but payloads, cookies and other
@@ -77,6 +100,7 @@ impl Packet {
                 owner: Some(buf),
             },
             true,
+            Vec::new(),
         )
     }
 
@@ -88,11 +112,12 @@ impl Packet {
                 owner: Some(buf),
             },
             false,
+            Vec::new(),
         )
     }
 }
 
-fn parse_packet(src: Src<'_>, verify: bool) -> Result<Packet, WireError> {
+fn parse_packet(src: Src<'_>, verify: bool, mut chunks: Vec<Chunk>) -> Result<Packet, WireError> {
     let buf = src.buf;
     let (src_port, dst_port, verification_tag) = peek_header(buf).ok_or(WireError::Truncated)?;
     if verify {
@@ -103,7 +128,7 @@ fn parse_packet(src: Src<'_>, verify: bool) -> Result<Packet, WireError> {
             return Err(WireError::BadChecksum { expected, found });
         }
     }
-    let mut chunks = Vec::new();
+    chunks.clear();
     let mut off = COMMON_HEADER_LEN;
     while off < buf.len() {
         let rest = buf.len() - off;

@@ -97,7 +97,7 @@ impl Fx {
         let mut v = Vec::new();
         while let Some(e) = self.a.poll_app() {
             if let AppEvent::Received { payload, .. } = e {
-                v.push(payload);
+                v.push(payload.to_vec());
             }
         }
         v
