@@ -478,8 +478,7 @@ impl Endpoint {
             // The association checks its own ports (an association opened
             // with `connect_with` may use another local SCTP port).
             if let Some(a) = self.assocs.get_mut(&id) {
-                a.handle_packet(now, src, packet, len);
-                self.scratch_rx = std::mem::take(&mut a.scratch_rx);
+                self.scratch_rx = a.handle_packet_returning(now, src, packet, len);
             }
             self.reindex(id);
             self.touched(id);

@@ -309,9 +309,12 @@ pub struct Association {
     /// ABORT, SHUTDOWN COMPLETE, OOTB responses).
     pub(crate) stateless: VecDeque<(SocketAddr, Packet)>,
     scratch_data: Vec<Chunk>,
-    /// The chunk list of the last packet received, emptied, for parsing
-    /// the next one into (the endpoint takes it back after each packet).
-    pub(crate) scratch_rx: Vec<Chunk>,
+    /// The chunk list of the packet just handled, emptied: the endpoint
+    /// takes it back to parse its next datagram into
+    /// ([`Association::handle_packet_returning`]); never kept between
+    /// packets (one list per association would be one more cold block per
+    /// packet where many associations take turns).
+    scratch_rx: Vec<Chunk>,
     pub(crate) tx: Sender,
     pub(crate) rx: Receiver,
     /// Thin-stream packet list and loss estimate (002 §4.2.1), kept only
@@ -622,6 +625,24 @@ impl Association {
         packet: Packet,
         wire_len: usize,
     ) {
+        self.receive(now, src, packet, wire_len);
+        self.scratch_rx = Vec::new();
+    }
+
+    /// [`Association::handle_packet`], giving back the packet's emptied
+    /// chunk list for the next parse (empty if it was not kept).
+    pub(crate) fn handle_packet_returning(
+        &mut self,
+        now: Instant,
+        src: SocketAddr,
+        packet: Packet,
+        wire_len: usize,
+    ) -> Vec<Chunk> {
+        self.receive(now, src, packet, wire_len);
+        std::mem::take(&mut self.scratch_rx)
+    }
+
+    fn receive(&mut self, now: Instant, src: SocketAddr, packet: Packet, wire_len: usize) {
         self.burst = 0;
         self.stats.packets_received += 1;
         self.stats.bytes_received += wire_len as u64;
@@ -1171,8 +1192,7 @@ impl Association {
 impl Transport for Association {
     fn handle_datagram(&mut self, now: Instant, datagram: Datagram) {
         let len = datagram.payload.len();
-        let chunks = std::mem::take(&mut self.scratch_rx);
-        match Packet::parse_bytes_reusing(&Bytes::from(datagram.payload), chunks) {
+        match Packet::parse_bytes(&Bytes::from(datagram.payload)) {
             Ok(p) => self.handle_packet(now, datagram.src, p, len),
             Err(_) => {
                 self.stats.malformed_packets += 1;

@@ -171,9 +171,6 @@ pub(crate) struct Pending {
     pub(crate) max_rtx: Option<u32>,
 }
 
-/// The largest emptied queue kept for reuse (in messages).
-const MAX_SPARE_PENDING: usize = 64;
-
 /// The queues of the interleaving scheduler: (stream, its messages) for
 /// the streams with queued messages, sorted by stream. One stream's entry
 /// is stored inline: a thin stream's message then touches no block of its
@@ -182,9 +179,6 @@ const MAX_SPARE_PENDING: usize = 64;
 #[derive(Debug, Default)]
 pub(crate) struct Sched {
     q: SmallVec<[(u16, VecDeque<Pending>); 1]>,
-    /// The storage of the last queue emptied, for the next stream that
-    /// gets one (a thin stream's queue empties at every message).
-    spare: VecDeque<Pending>,
 }
 
 impl Sched {
@@ -212,7 +206,7 @@ impl Sched {
         let i = match self.find(stream) {
             Ok(i) => i,
             Err(i) => {
-                self.q.insert(i, (stream, std::mem::take(&mut self.spare)));
+                self.q.insert(i, (stream, VecDeque::new()));
                 i
             }
         };
@@ -220,11 +214,7 @@ impl Sched {
     }
     pub(crate) fn remove(&mut self, stream: u16) {
         if let Ok(i) = self.find(stream) {
-            let (_, mut q) = self.q.remove(i);
-            if q.capacity() <= MAX_SPARE_PENDING && q.capacity() > self.spare.capacity() {
-                q.clear();
-                self.spare = q;
-            }
+            self.q.remove(i);
         }
     }
     /// The first stream with a queue from `from` on, else the first one
