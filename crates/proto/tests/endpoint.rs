@@ -161,6 +161,57 @@ fn endpoint_to_endpoint() {
     }));
 }
 
+// A message in one chunk reaches the application as the bytes of the
+// datagram it came in (no copy on the way through the association): its
+// payload lies inside the datagram's buffer.
+#[test]
+fn one_chunk_message_shares_the_datagram() {
+    const MESSAGE: &[u8] = b"shared, not copied";
+    let cfg = Config::default();
+    let mut a = Endpoint::new(cfg.clone(), client_addr(9), Seed(7), false);
+    let mut b = Endpoint::new(cfg, server_addr(), Seed(8), true);
+    let id = a.connect(Instant::ZERO, server_addr());
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut delivered = Vec::new();
+    for step in 0..50 {
+        let now = Instant::from_millis(step * 10);
+        a.handle_timeout(now);
+        b.handle_timeout(now);
+        while let Some(d) = a.poll_transmit(now) {
+            // The datagram that carries the message (alive until the
+            // message is dropped if the bytes are shared; a copy cannot lie
+            // inside memory that is still in use).
+            if d.payload.windows(MESSAGE.len()).any(|w| w == MESSAGE) {
+                let start = d.payload.as_ptr() as usize;
+                spans.push((start, start + d.payload.len()));
+            }
+            b.handle_datagram(now, d);
+        }
+        while let Some(d) = b.poll_transmit(now) {
+            a.handle_datagram(now, d);
+        }
+        while let Some((i, e)) = a.poll_event() {
+            if i == id && e == AppEvent::Established {
+                a.send(now, id, msg(MESSAGE)).unwrap();
+            }
+        }
+        while let Some((_, e)) = b.poll_event() {
+            if let AppEvent::Received { payload, .. } = e {
+                delivered.push(payload);
+            }
+        }
+    }
+    assert_eq!(spans.len(), 1, "the message went out once");
+    assert_eq!(delivered.len(), 1, "one message sent, one delivered");
+    let p = &delivered[0];
+    assert_eq!(&p[..], MESSAGE);
+    let at = p.as_ptr() as usize;
+    assert!(
+        spans.iter().any(|&(s, e)| s <= at && at + p.len() <= e),
+        "the delivered bytes are a copy, not part of a received datagram"
+    );
+}
+
 /// A packet built by hand from client `i`'s address to the server.
 
 // RFC 9260 §8.5 with §1.5.2: an association is named by both addresses and
