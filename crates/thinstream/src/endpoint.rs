@@ -367,7 +367,7 @@ async fn run(
             requeue().await;
         }
         // Under the lock again: outgoing datagrams.
-        let (deadline, more, stop) = {
+        let more = {
             let mut st = shared.lock();
             let now = clock.now();
             st.drain_events(now);
@@ -377,18 +377,25 @@ async fn run(
                     break;
                 }
             }
-            let more = batch.len() == TX_PER_TURN;
-            // Nobody holds the endpoint or an association, and nothing is
-            // left to finish.
-            let stop = Arc::strong_count(shared) == 1
-                && st.slots.values().all(|s| s.handles == 0)
-                && st.ep.associations().next().is_none();
-            (st.ep.poll_timeout(), more, stop)
+            batch.len() == TX_PER_TURN
         };
         let sent = !batch.is_empty();
         if sent {
             io.send(&batch).await?;
         }
+        // Once the datagrams are out: trace records (an association that
+        // ended leaves once its records are taken), the next deadline, and
+        // whether the task is done.
+        let (deadline, stop) = {
+            let mut st = shared.lock();
+            st.drain_trace();
+            // Nobody holds the endpoint or an association, and nothing is
+            // left to finish.
+            let stop = Arc::strong_count(shared) == 1
+                && st.slots.values().all(|s| s.handles == 0)
+                && st.ep.associations().next().is_none();
+            (st.ep.poll_timeout(), stop)
+        };
         if stop {
             return Ok(());
         }

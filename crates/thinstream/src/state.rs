@@ -146,8 +146,29 @@ impl Slot {
 impl State {
     /// Route the protocol core's application events to the slots. Returns
     /// whether an application task waiting to receive or to send was woken.
+    /// Move the protocol core's trace records (when tracing) to the slots.
+    /// The endpoint task does this after the turn's datagrams have left,
+    /// so that recording stays off the round trip's path.
+    pub(crate) fn drain_trace(&mut self) {
+        if !self.tracing {
+            return;
+        }
+        while let Some((id, r)) = self.ep.poll_trace() {
+            if let Some(slot) = id.and_then(|id| self.slots.get_mut(&id)) {
+                if slot.trace.len() >= MAX_TRACE {
+                    slot.trace.pop_front();
+                    slot.trace_dropped += 1;
+                }
+                slot.trace.push_back(r);
+            }
+        }
+        // Taking the last records lets an ended association go.
+        self.forget_ended();
+    }
+
     pub(crate) fn drain_events(&mut self, now: Instant) -> bool {
         let mut woke = false;
+        let mut ended = false;
         let mut new_incoming = Vec::new();
         let recv_default = self.recv_queue_default;
         let State {
@@ -195,6 +216,7 @@ impl State {
                     }
                 }
                 AppEvent::Closed { error } => {
+                    ended = true;
                     if let Some(a) = ep.association(id) {
                         slot.final_stats = Some(AssociationStats::read(a, now));
                     }
@@ -235,17 +257,6 @@ impl State {
                 }
             }
         }
-        if self.tracing {
-            while let Some((id, r)) = self.ep.poll_trace() {
-                if let Some(slot) = id.and_then(|id| self.slots.get_mut(&id)) {
-                    if slot.trace.len() >= MAX_TRACE {
-                        slot.trace.pop_front();
-                        slot.trace_dropped += 1;
-                    }
-                    slot.trace.push_back(r);
-                }
-            }
-        }
         for id in new_incoming {
             if self.closing || self.incoming.len() >= self.max_pending_incoming {
                 let reason = if self.closing {
@@ -267,7 +278,17 @@ impl State {
                 w.wake();
             }
         }
-        // Forget ended associations nobody holds any more.
+        if ended {
+            // Whoever learns of the end now sees the whole trace.
+            self.drain_trace();
+        }
+        self.forget_ended();
+        woke
+    }
+
+    /// Forget ended associations nobody holds any more, and wake
+    /// `wait_idle` once nothing is left.
+    fn forget_ended(&mut self) {
         if std::mem::take(&mut self.slots_dirty) {
             self.slots
                 .retain(|_, s| !(s.closed.is_some() && s.handles == 0));
@@ -277,7 +298,6 @@ impl State {
                 w.wake();
             }
         }
-        woke
     }
 
     /// The endpoint task ended: fail every waiter.
