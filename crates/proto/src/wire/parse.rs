@@ -60,7 +60,7 @@ impl Packet {
     /// Parse a packet and verify its CRC32c (RFC 9260 §6.8, Appendix B).
     /// Never panics; variable-length fields are copied out of `buf`.
     pub fn parse(buf: &[u8]) -> Result<Packet, WireError> {
-        parse_packet(Src { buf, owner: None }, true, Vec::new())
+        Packet::parse_reusing(buf, Vec::new())
     }
 
     /// [`Packet::parse`] into a chunk list kept from an earlier packet
@@ -94,14 +94,7 @@ impl Packet {
     /// Like [`Packet::parse`], but payloads, cookies and other
     /// variable-length fields share `buf`'s storage instead of being copied.
     pub fn parse_bytes(buf: &Bytes) -> Result<Packet, WireError> {
-        parse_packet(
-            Src {
-                buf: buf.as_ref(),
-                owner: Some(buf),
-            },
-            true,
-            Vec::new(),
-        )
+        Packet::parse_bytes_reusing(buf, Vec::new())
     }
 
     /// Like [`Packet::parse_unchecked`], sharing `buf`'s storage.
