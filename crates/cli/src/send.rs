@@ -245,11 +245,54 @@ struct Report {
     /// Bulk mode: the longest wait between two consecutive sends returning.
     #[serde(skip_serializing_if = "Option::is_none")]
     max_send_gap_ms: Option<f64>,
+    /// Bulk mode: the association's state around the longest wait between
+    /// two sends (when it was at least `STALL_MIN`), to tell after the fact
+    /// what the sender waited for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    longest_stall: Option<Stall>,
     /// Bulk mode: CPU time of this process (user + system) per message sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     cpu_us_per_message: Option<f64>,
     /// The association's counters at its end.
     stats: Option<thinstream::AssociationStats>,
+}
+
+/// Waits between two sends shorter than this are not described.
+const STALL_MIN: std::time::Duration = std::time::Duration::from_millis(20);
+/// How often the association's state is sampled for [`Stall`].
+const STALL_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+/// Samples kept (the last 640 ms).
+const STALL_SAMPLES: usize = 64;
+
+/// The longest wait between two sends of a bulk run, with the association's
+/// state sampled every 10 ms by a task of its own from just before the
+/// wait began to its end. Samples that keep coming while nothing moves
+/// show the process was running (the sender waited for the network or
+/// the peer); a hole in them shows the process itself did not run.
+#[derive(Debug, serde::Serialize)]
+struct Stall {
+    /// Seconds from the first send to the send that ended the wait.
+    ended_at_s: f64,
+    ms: f64,
+    samples: Vec<StallSample>,
+}
+
+/// The association's state at one moment of a bulk run.
+#[derive(Clone, Debug, serde::Serialize)]
+struct StallSample {
+    /// Seconds from the first send.
+    at_s: f64,
+    sent: u64,
+    flight_bytes: u32,
+    cwnd: u32,
+    peer_rwnd: u32,
+    buffered_send_bytes: usize,
+    packets_sent: u64,
+    packets_received: u64,
+    sacks_received: u64,
+    t3_expiries: u64,
+    retransmitted_chunks: u64,
+    rto_ms: f64,
 }
 
 /// Facts of a one-way measurement.
@@ -1153,6 +1196,41 @@ async fn run_bulk(
     let mut last = start;
     let mut max_gap = std::time::Duration::ZERO;
     let mut closed_error = None;
+    // Sent messages, for the sampler; and its last STALL_SAMPLES samples.
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let samples = std::sync::Arc::new(std::sync::Mutex::new(VecDeque::<StallSample>::new()));
+    let sampler = tokio::spawn({
+        let (a, sent, samples) = (a.clone(), sent.clone(), samples.clone());
+        async move {
+            let mut tick = tokio::time::interval(STALL_SAMPLE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tick.tick().await;
+                let s = a.stats();
+                let sample = StallSample {
+                    at_s: start.elapsed().as_secs_f64(),
+                    sent: sent.load(std::sync::atomic::Ordering::Relaxed),
+                    flight_bytes: s.flight_bytes,
+                    cwnd: s.cwnd,
+                    peer_rwnd: s.peer_rwnd,
+                    buffered_send_bytes: s.buffered_send_bytes,
+                    packets_sent: s.packets_sent,
+                    packets_received: s.packets_received,
+                    sacks_received: s.sacks_received,
+                    t3_expiries: s.t3_expiries,
+                    retransmitted_chunks: s.retransmitted_chunks(),
+                    rto_ms: s.rto_ms,
+                };
+                let mut q = samples
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if q.len() == STALL_SAMPLES {
+                    q.pop_front();
+                }
+                q.push_back(sample);
+            }
+        }
+    });
     for i in 0..args.count.unwrap_or(100) {
         if stop.is_some_and(|t| last >= t) {
             break;
@@ -1165,9 +1243,24 @@ async fn run_bulk(
         match a.send(stream, &body, options).await {
             Ok(()) => {
                 let now = std::time::Instant::now();
-                max_gap = max_gap.max(now - last);
+                let gap = now - last;
+                if gap > max_gap {
+                    max_gap = gap;
+                    if gap >= STALL_MIN {
+                        let from = (last - start).as_secs_f64() - STALL_SAMPLE_EVERY.as_secs_f64();
+                        let q = samples
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        report.longest_stall = Some(Stall {
+                            ended_at_s: (now - start).as_secs_f64(),
+                            ms: gap.as_secs_f64() * 1e3,
+                            samples: q.iter().filter(|s| s.at_s >= from).cloned().collect(),
+                        });
+                    }
+                }
                 last = now;
                 report.sent += 1;
+                sent.store(report.sent, std::sync::atomic::Ordering::Relaxed);
                 report.bytes_sent += body.len() as u64;
             }
             Err(SendError::Closed(e)) => {
@@ -1177,6 +1270,9 @@ async fn run_bulk(
             Err(e) => anyhow::bail!("cannot send message {i}: {e}"),
         }
     }
+    sampler.abort();
+    // Its handle on the association is gone before the close below.
+    let _ = sampler.await;
     report.messages = report.sent;
     // Everything acknowledged: the goodput's end.
     let give_up = last + args.linger.to_std();

@@ -103,3 +103,76 @@ fn the_report_carries_the_association_counters() {
     assert!(r["stats"]["srtt_ms"].as_f64().is_some(), "{r}");
     assert!(r["association_error"].is_null(), "{r}");
 }
+
+/// Bulk mode describes its longest wait between two sends: a listener
+/// stopped (SIGSTOP) for 300 ms stops acknowledging, the sender's send
+/// buffer fills, and the report's `longest_stall` holds the sampled state
+/// of that wait: samples kept coming (the sender ran) while no SACK came.
+#[test]
+fn a_bulk_report_describes_its_longest_stall() {
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = thinstream()
+        .args([
+            "listen",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--discard",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("listener starts");
+    std::thread::sleep(Duration::from_millis(300));
+    let l = Listener(child, port);
+    let pid = l.0.id().to_string();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        let signal = |s: &str| {
+            let ok = Command::new("kill")
+                .args([s, &pid])
+                .status()
+                .is_ok_and(|st| st.success());
+            assert!(ok, "kill {s} {pid}");
+        };
+        signal("-STOP");
+        std::thread::sleep(Duration::from_millis(300));
+        signal("-CONT");
+    });
+    let r = send_json(
+        l.1,
+        &[
+            "--bulk",
+            "--duration",
+            "2s",
+            "--count",
+            "1000000000",
+            "--size",
+            "1200",
+        ],
+    );
+    stopper.join().unwrap();
+    let gap = r["max_send_gap_ms"].as_f64().unwrap();
+    assert!(gap >= 250.0, "longest gap {gap} ms: {r}");
+    let stall = &r["longest_stall"];
+    assert_eq!(stall["ms"].as_f64(), Some(gap), "{r}");
+    let samples = stall["samples"].as_array().unwrap();
+    // Some two samples 150 ms or more apart with no SACK between them.
+    let quiet = samples.iter().any(|a| {
+        samples.iter().any(|b| {
+            b["at_s"].as_f64().unwrap() - a["at_s"].as_f64().unwrap() >= 0.15
+                && b["sacks_received"] == a["sacks_received"]
+        })
+    });
+    assert!(quiet, "no quiet stretch in {stall}");
+    // The sampler ran through the wait (10 ms apart; a loaded machine may
+    // delay a few).
+    let times: Vec<f64> = samples
+        .iter()
+        .map(|s| s["at_s"].as_f64().unwrap())
+        .collect();
+    assert!(times.len() >= 10, "{stall}");
+    assert!(times.windows(2).all(|w| w[1] - w[0] < 0.15), "{stall}");
+}
