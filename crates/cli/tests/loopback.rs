@@ -17,13 +17,17 @@ impl Drop for Listener {
     }
 }
 
-fn listener(extra: &[&str]) -> Listener {
-    // Pick a free port, then let the listener bind it.
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+/// A free loopback port, for a listener to bind.
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
+        .port()
+}
+
+fn listener(extra: &[&str]) -> Listener {
+    let port = free_port();
     let child = thinstream()
         .args(["listen", "--bind", &format!("127.0.0.1:{port}"), "--echo"])
         .args(extra)
@@ -110,11 +114,7 @@ fn the_report_carries_the_association_counters() {
 /// of that wait: samples kept coming (the sender ran) while no SACK came.
 #[test]
 fn a_bulk_report_describes_its_longest_stall() {
-    let port = std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let child = thinstream()
         .args([
             "listen",
