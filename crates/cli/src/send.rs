@@ -282,17 +282,10 @@ struct Stall {
 struct StallSample {
     /// Seconds from the first send.
     at_s: f64,
+    /// Messages sent so far.
     sent: u64,
-    flight_bytes: u32,
-    cwnd: u32,
-    peer_rwnd: u32,
-    buffered_send_bytes: usize,
-    packets_sent: u64,
-    packets_received: u64,
-    sacks_received: u64,
-    t3_expiries: u64,
-    retransmitted_chunks: u64,
-    rto_ms: f64,
+    #[serde(flatten)]
+    stats: thinstream::AssociationStats,
 }
 
 /// Facts of a one-way measurement.
@@ -1206,20 +1199,10 @@ async fn run_bulk(
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
                 tick.tick().await;
-                let s = a.stats();
                 let sample = StallSample {
                     at_s: start.elapsed().as_secs_f64(),
                     sent: sent.load(std::sync::atomic::Ordering::Relaxed),
-                    flight_bytes: s.flight_bytes,
-                    cwnd: s.cwnd,
-                    peer_rwnd: s.peer_rwnd,
-                    buffered_send_bytes: s.buffered_send_bytes,
-                    packets_sent: s.packets_sent,
-                    packets_received: s.packets_received,
-                    sacks_received: s.sacks_received,
-                    t3_expiries: s.t3_expiries,
-                    retransmitted_chunks: s.retransmitted_chunks(),
-                    rto_ms: s.rto_ms,
+                    stats: a.stats(),
                 };
                 let mut q = samples
                     .lock()
