@@ -1,7 +1,8 @@
 //! Many associations behind one local address: the listener that answers
 //! INITs statelessly (§5.1.3) and the demultiplexer of incoming packets.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::fmt;
 use std::net::SocketAddr;
 
@@ -19,6 +20,42 @@ use crate::wire::{Chunk, Packet};
 /// Identifies one association of an [`Endpoint`]; never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AssociationId(pub u64);
+
+/// Hashes an [`AssociationId`] (a counter the endpoint hands out, never
+/// chosen by a peer) with one multiplication: ids are sequential, so
+/// their low bits already differ, and the multiplication spreads them
+/// into the high bits a hash table also reads. Deterministic: no random
+/// state, and nothing iterates the maps keyed by it in hash order.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by association id: O(1) lookups however many
+/// associations an endpoint has (a B-tree walked four or five nodes per
+/// lookup with a thousand, several lookups per packet).
+pub type IdMap<V> = HashMap<AssociationId, V, BuildHasherDefault<IdHasher>>;
+
+/// One live association and what the endpoint indexes of it.
+struct Entry {
+    assoc: Box<Association>,
+    /// The (peer address, peer port, our tag, our port) it is indexed under.
+    key: Option<(SocketAddr, u16, u32, u16)>,
+    /// Its deadline as entered in `Endpoint::timers`.
+    timer: Option<Instant>,
+}
 
 impl fmt::Display for AssociationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -49,10 +86,12 @@ impl fmt::Display for AssociationId {
 /// removed once its last datagram, event and record are drained.
 ///
 /// # Cost with many associations
-/// Every operation costs O(log n) in the number of associations plus the
-/// work of the associations it touches: the endpoint remembers which
+/// Finding an association (by id, or by address, port and tag for an
+/// incoming packet) costs O(1); keeping its deadline in order costs
+/// O(log n) in the number of associations. Beyond that an operation costs
+/// the work of the associations it touches: the endpoint remembers which
 /// associations received an input since they were last drained (only
-/// those are polled) and keeps their timers ordered by deadline.
+/// those are polled).
 pub struct Endpoint {
     config: Config,
     local: SocketAddr,
@@ -60,13 +99,14 @@ pub struct Endpoint {
     rng: Rng,
     key: CookieKey,
     accept: bool,
-    assocs: BTreeMap<AssociationId, Association>,
-    /// (peer address, peer SCTP port, our tag) -> association.
-    by_tag: BTreeMap<(SocketAddr, u16, u32), AssociationId>,
+    assocs: IdMap<Entry>,
+    /// (peer address, peer SCTP port, our tag) -> association. Keys come
+    /// partly from peers, so these two use the standard library's keyed
+    /// hash (its random key changes no result: they are only looked up).
+    by_tag: HashMap<(SocketAddr, u16, u32), AssociationId>,
     /// (peer address, peer SCTP port, our SCTP port) -> association: one
     /// association per pair of SCTP transport addresses (RFC 9260 §1.4).
-    by_addr: BTreeMap<(SocketAddr, u16, u16), AssociationId>,
-    keys: BTreeMap<AssociationId, (SocketAddr, u16, u32, u16)>,
+    by_addr: HashMap<(SocketAddr, u16, u16), AssociationId>,
     out: VecDeque<Datagram>,
     trace: VecDeque<Record>,
     stats: Stats,
@@ -83,8 +123,8 @@ pub struct Endpoint {
     tx_ready: BTreeSet<AssociationId>,
     app_ready: BTreeSet<AssociationId>,
     trace_ready: BTreeSet<AssociationId>,
-    /// Each association's next deadline, and the same ordered by time.
-    timer_at: BTreeMap<AssociationId, Instant>,
+    /// Every association's next deadline (also kept in its entry),
+    /// ordered by time.
     timers: BTreeSet<(Instant, AssociationId)>,
     /// Associations lent out by `association_mut`: anything may have
     /// changed; re-examined before the next operation.
@@ -121,10 +161,9 @@ impl Endpoint {
             rng,
             key,
             accept: accept_incoming,
-            assocs: BTreeMap::new(),
-            by_tag: BTreeMap::new(),
-            by_addr: BTreeMap::new(),
-            keys: BTreeMap::new(),
+            assocs: IdMap::default(),
+            by_tag: HashMap::new(),
+            by_addr: HashMap::new(),
             out: VecDeque::new(),
             trace: VecDeque::new(),
             stats: Stats::default(),
@@ -136,7 +175,6 @@ impl Endpoint {
             tx_ready: BTreeSet::new(),
             app_ready: BTreeSet::new(),
             trace_ready: BTreeSet::new(),
-            timer_at: BTreeMap::new(),
             timers: BTreeSet::new(),
             lent: BTreeSet::new(),
         }
@@ -191,8 +229,8 @@ impl Endpoint {
     /// Endpoint-level counters plus those of every live association.
     pub fn total_stats(&self) -> Stats {
         let mut s = self.stats;
-        for a in self.assocs.values() {
-            s.add(a.stats());
+        for e in self.assocs.values() {
+            s.add(e.assoc.stats());
         }
         s
     }
@@ -209,16 +247,25 @@ impl Endpoint {
 
     /// Live associations, in id order.
     pub fn associations(&self) -> impl Iterator<Item = AssociationId> + '_ {
-        self.assocs.keys().copied()
+        let mut ids: Vec<AssociationId> = self.assocs.keys().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+    }
+    /// How many associations are live.
+    pub fn association_count(&self) -> usize {
+        self.assocs.len()
     }
     pub fn association(&self, id: AssociationId) -> Option<&Association> {
-        self.assocs.get(&id)
+        self.assocs.get(&id).map(|e| &*e.assoc)
     }
     pub fn association_mut(&mut self, id: AssociationId) -> Option<&mut Association> {
         if self.assocs.contains_key(&id) {
             self.lent.insert(id);
         }
-        self.assocs.get_mut(&id)
+        self.assocs.get_mut(&id).map(|e| &mut *e.assoc)
+    }
+    fn assoc_mut(&mut self, id: AssociationId) -> Option<&mut Association> {
+        self.assocs.get_mut(&id).map(|e| &mut *e.assoc)
     }
 
     /// Association `id` received an input: it may have output, and its
@@ -233,35 +280,27 @@ impl Endpoint {
     /// and its deadline (sets change only when something is there, so the
     /// common path allocates nothing). False if `id` is unknown.
     fn note_output(&mut self, id: AssociationId) -> bool {
-        let Some(a) = self.assocs.get(&id) else {
+        let Some(e) = self.assocs.get_mut(&id) else {
             return false;
         };
+        let a = &e.assoc;
         let (app, trace, deadline) = (a.has_app_events(), a.has_trace_records(), a.poll_timeout());
+        let old = std::mem::replace(&mut e.timer, deadline);
         if app {
             self.app_ready.insert(id);
         }
         if trace {
             self.trace_ready.insert(id);
         }
-        self.set_deadline(id, deadline);
+        if old != deadline {
+            if let Some(old) = old {
+                self.timers.remove(&(old, id));
+            }
+            if let Some(t) = deadline {
+                self.timers.insert((t, id));
+            }
+        }
         true
-    }
-
-    /// Association `id`'s deadline is now `new`.
-    fn set_deadline(&mut self, id: AssociationId, new: Option<Instant>) {
-        let old = match new {
-            Some(t) => self.timer_at.insert(id, t),
-            None => self.timer_at.remove(&id),
-        };
-        if old == new {
-            return;
-        }
-        if let Some(old) = old {
-            self.timers.remove(&(old, id));
-        }
-        if let Some(t) = new {
-            self.timers.insert((t, id));
-        }
     }
 
     /// Treat associations lent by `association_mut` as touched.
@@ -277,14 +316,16 @@ impl Endpoint {
         let dead = self
             .assocs
             .get(&id)
-            .is_some_and(|a| a.is_closed() && !a.has_pending_output())
+            .is_some_and(|e| e.assoc.is_closed() && !e.assoc.has_pending_output())
             && !self.tx_ready.contains(&id);
         if dead {
-            self.assocs.remove(&id);
-            self.reindex(id);
+            let Some(e) = self.assocs.remove(&id) else {
+                return;
+            };
+            self.unindex(id, e.key);
             self.app_ready.remove(&id);
             self.trace_ready.remove(&id);
-            if let Some(t) = self.timer_at.remove(&id) {
+            if let Some(t) = e.timer {
                 self.timers.remove(&(t, id));
             }
         }
@@ -299,7 +340,7 @@ impl Endpoint {
         mechanisms: crate::mechanism::Mechanisms,
     ) -> bool {
         self.settle();
-        let found = match self.assocs.get_mut(&id) {
+        let found = match self.assoc_mut(id) {
             Some(a) => {
                 a.set_mechanisms(mechanisms);
                 true
@@ -337,9 +378,7 @@ impl Endpoint {
         let a =
             Association::connect_with_key(config, now, self.local, remote, seed, self.key.clone());
         self.settle();
-        self.assocs.insert(id, a);
-        self.reindex(id);
-        self.touched(id);
+        self.insert(id, a);
         id
     }
 
@@ -351,7 +390,7 @@ impl Endpoint {
         m: Outgoing<'_>,
     ) -> Result<u64, SendError> {
         self.settle();
-        let r = match self.assocs.get_mut(&id) {
+        let r = match self.assoc_mut(id) {
             Some(a) => a.send(now, m),
             None => Err(SendError::NotConnected),
         };
@@ -370,7 +409,7 @@ impl Endpoint {
         payload: &[u8],
     ) -> Result<u64, SendError> {
         self.settle();
-        let r = match self.assocs.get_mut(&id) {
+        let r = match self.assoc_mut(id) {
             Some(a) => a.send_with(now, params, payload),
             None => Err(SendError::NotConnected),
         };
@@ -381,7 +420,7 @@ impl Endpoint {
     /// Graceful shutdown of association `id`.
     pub fn close(&mut self, now: Instant, id: AssociationId) {
         self.settle();
-        if let Some(a) = self.assocs.get_mut(&id) {
+        if let Some(a) = self.assoc_mut(id) {
             a.close(now);
         }
         self.touched(id);
@@ -390,19 +429,22 @@ impl Endpoint {
     /// ABORT association `id`.
     pub fn abort(&mut self, now: Instant, id: AssociationId, reason: &str) {
         self.settle();
-        if let Some(a) = self.assocs.get_mut(&id) {
+        if let Some(a) = self.assoc_mut(id) {
             a.abort(now, reason);
         }
         self.touched(id);
     }
 
     fn reindex(&mut self, id: AssociationId) {
-        let current = self.assocs.get(&id).and_then(|a| {
-            a.remote_addr()
-                .map(|addr| (addr, a.peer_port(), a.local_tag(), a.config().local_port))
-        });
+        let Some(e) = self.assocs.get(&id) else {
+            return;
+        };
+        let a = &e.assoc;
+        let current = a
+            .remote_addr()
+            .map(|addr| (addr, a.peer_port(), a.local_tag(), a.config().local_port));
         if let Some(key @ (addr, port, tag, local_port)) = current {
-            if self.keys.get(&id) == Some(&key) {
+            if e.key == Some(key) {
                 // The keys are the ones indexed (every packet but the
                 // handshake's): only make sure both lookups still name this
                 // association, as the full re-insertion below would.
@@ -415,23 +457,40 @@ impl Endpoint {
                 return;
             }
         }
-        if let Some((addr, port, tag, local_port)) = self.keys.remove(&id) {
+        let old = e.key;
+        self.unindex(id, old);
+        if let Some((addr, port, tag, local_port)) = current {
+            self.by_tag.insert((addr, port, tag), id);
+            self.by_addr.insert((addr, port, local_port), id);
+        }
+        if let Some(e) = self.assocs.get_mut(&id) {
+            e.key = current;
+        }
+    }
+
+    /// Remove association `id`'s index entries under `key`.
+    fn unindex(&mut self, id: AssociationId, key: Option<(SocketAddr, u16, u32, u16)>) {
+        if let Some((addr, port, tag, local_port)) = key {
             self.by_tag.remove(&(addr, port, tag));
             let k = (addr, port, local_port);
             if self.by_addr.get(&k) == Some(&id) {
                 self.by_addr.remove(&k);
             }
         }
-        let Some(a) = self.assocs.get(&id) else {
-            return;
-        };
-        if let Some(addr) = a.remote_addr() {
-            let (port, local_port) = (a.peer_port(), a.config().local_port);
-            self.by_tag.insert((addr, port, a.local_tag()), id);
-            self.by_addr.insert((addr, port, local_port), id);
-            self.keys
-                .insert(id, (addr, port, a.local_tag(), local_port));
-        }
+    }
+
+    /// Enter a new association and index it.
+    fn insert(&mut self, id: AssociationId, a: Association) {
+        self.assocs.insert(
+            id,
+            Entry {
+                assoc: Box::new(a),
+                key: None,
+                timer: None,
+            },
+        );
+        self.reindex(id);
+        self.touched(id);
     }
 
     /// A datagram arrived on the endpoint's socket.
@@ -477,7 +536,7 @@ impl Endpoint {
         if let Some(id) = id {
             // The association checks its own ports (an association opened
             // with `connect_with` may use another local SCTP port).
-            if let Some(a) = self.assocs.get_mut(&id) {
+            if let Some(a) = self.assoc_mut(id) {
                 self.scratch_rx = a.handle_packet_returning(now, src, packet, len);
             }
             self.reindex(id);
@@ -538,9 +597,7 @@ impl Endpoint {
                     }
                     self.stats.discarded_packets += 1;
                 } else {
-                    self.assocs.insert(id, a);
-                    self.reindex(id);
-                    self.touched(id);
+                    self.insert(id, a);
                 }
             }
             _ => {
@@ -610,11 +667,13 @@ impl Endpoint {
                 break;
             }
             self.timers.pop_first();
-            self.timer_at.remove(&id);
+            if let Some(e) = self.assocs.get_mut(&id) {
+                e.timer = None;
+            }
             due.push(id);
         }
         for id in due {
-            if let Some(a) = self.assocs.get_mut(&id) {
+            if let Some(a) = self.assoc_mut(id) {
                 a.handle_timeout(now);
             }
             self.touched(id);
@@ -651,8 +710,7 @@ impl Endpoint {
                 .or_else(|| self.tx_ready.first())
                 .copied()?;
             let dst = self
-                .assocs
-                .get_mut(&id)
+                .assoc_mut(id)
                 .and_then(|a| a.poll_transmit_into(now, out));
             // Sending may arm a timer or leave a record or an event.
             self.note_output(id);
@@ -679,7 +737,7 @@ impl Endpoint {
         let first = self.timers.first().map(|&(t, _)| t);
         self.lent
             .iter()
-            .filter_map(|id| self.assocs.get(id).and_then(|a| a.poll_timeout()))
+            .filter_map(|id| self.assocs.get(id).and_then(|e| e.assoc.poll_timeout()))
             .chain(first)
             .min()
     }
@@ -704,7 +762,7 @@ impl Endpoint {
             if skip(id) {
                 continue;
             }
-            match self.assocs.get_mut(&id).and_then(|a| a.poll_app()) {
+            match self.assoc_mut(id).and_then(|a| a.poll_app()) {
                 Some(e) => {
                     if matches!(e, AppEvent::Received { .. }) {
                         // Taking a message frees receive buffer: the
@@ -732,7 +790,7 @@ impl Endpoint {
         }
         loop {
             let id = self.trace_ready.first().copied()?;
-            match self.assocs.get_mut(&id).and_then(|a| a.poll_trace()) {
+            match self.assoc_mut(id).and_then(|a| a.poll_trace()) {
                 Some(r) => return Some((Some(id), r)),
                 None => {
                     self.trace_ready.remove(&id);

@@ -46,6 +46,11 @@ struct Args {
     /// what has not come back by then is reported as `lost`.
     #[arg(long, default_value_t = 0.5)]
     drain_s: f64,
+    /// Write every echo as a CSV row (association, sent at in µs since
+    /// the first send, round trip in µs) to this file, to see when the
+    /// slow ones happened.
+    #[arg(long)]
+    samples: Option<std::path::PathBuf>,
 }
 
 /// CPU seconds (user + system) of this process.
@@ -125,12 +130,12 @@ async fn main() -> anyhow::Result<()> {
         let a = a.clone();
         let echoed = echoed.clone();
         receivers.push(tokio::spawn(async move {
-            let mut rtts: Vec<u32> = Vec::new();
+            let mut rtts: Vec<(u64, u32)> = Vec::new();
             while let Ok(m) = a.recv().await {
                 echoed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let now = epoch.elapsed().as_nanos() as u64;
                 let t0 = u64::from_le_bytes(m.data[..8].try_into().expect("8 bytes"));
-                rtts.push((now.saturating_sub(t0) / 1000).max(1) as u32);
+                rtts.push((t0 / 1000, (now.saturating_sub(t0) / 1000).max(1) as u32));
             }
             rtts
         }));
@@ -163,9 +168,14 @@ async fn main() -> anyhow::Result<()> {
     while echoed.load(std::sync::atomic::Ordering::Relaxed) < sent && Instant::now() < drain_end {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let mut retx = 0u64;
+    let (mut retx, mut pkts_out, mut pkts_in, mut sacks_out, mut sacks_in) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for a in busy {
-        retx += a.stats().retransmitted_chunks();
+        let st = a.stats();
+        retx += st.retransmitted_chunks();
+        pkts_out += st.packets_sent;
+        pkts_in += st.packets_received;
+        sacks_out += st.sacks_sent;
+        sacks_in += st.sacks_received;
     }
     let cpu_window = cpu_s() - cpu0;
     let wall_window = epoch.elapsed().as_secs_f64();
@@ -173,16 +183,30 @@ async fn main() -> anyhow::Result<()> {
         a.abort("load test over");
     }
     let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    for r in receivers {
-        for v in r.await? {
-            all.record(u64::from(v))?;
+    let mut csv = match &args.samples {
+        Some(path) => {
+            let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+            std::io::Write::write_all(&mut f, b"association,sent_us,rtt_us\n")?;
+            Some(f)
         }
+        None => None,
+    };
+    for (i, r) in receivers.into_iter().enumerate() {
+        for (t0, v) in r.await? {
+            all.record(u64::from(v))?;
+            if let Some(f) = csv.as_mut() {
+                std::io::Write::write_all(f, format!("{i},{t0},{v}\n").as_bytes())?;
+            }
+        }
+    }
+    if let Some(mut f) = csv {
+        std::io::Write::flush(&mut f)?;
     }
     let lost = sent - all.len();
     let (cpu, wall) = (cpu_window, wall_window);
     let ms = |q: f64| all.value_at_quantile(q) as f64 / 1000.0;
     println!(
-        "{{\"associations\":{},\"messages\":{sent},\"echoed\":{},\"lost\":{lost},\"retransmissions\":{retx},\"rtt_ms\":{{\"p50\":{:.3},\"p99\":{:.3},\"p999\":{:.3},\"max\":{:.3}}},\"client_cpu_cores\":{:.3},\"client_peak_rss_mib\":{:.1}}}",
+        "{{\"associations\":{},\"messages\":{sent},\"echoed\":{},\"lost\":{lost},\"retransmissions\":{retx},\"packets_sent\":{pkts_out},\"packets_received\":{pkts_in},\"sacks_sent\":{sacks_out},\"sacks_received\":{sacks_in},\"rtt_ms\":{{\"p50\":{:.3},\"p99\":{:.3},\"p999\":{:.3},\"max\":{:.3}}},\"client_cpu_cores\":{:.3},\"client_peak_rss_mib\":{:.1}}}",
         args.associations,
         all.len(),
         ms(0.5),

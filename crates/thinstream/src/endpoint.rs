@@ -240,7 +240,7 @@ impl Endpoint {
     pub async fn wait_idle(&self) {
         poll_fn(|cx| {
             let mut st = self.shared.lock();
-            if st.gone.is_some() || (st.ep.associations().next().is_none() && st.slots.is_empty()) {
+            if st.gone.is_some() || (st.ep.association_count() == 0 && st.slots.is_empty()) {
                 return Poll::Ready(());
             }
             st.idle_wakers.push(cx.waker().clone());
@@ -251,7 +251,7 @@ impl Endpoint {
 
     /// Associations alive on this endpoint.
     pub fn association_count(&self) -> usize {
-        self.shared.lock().ep.associations().count()
+        self.shared.lock().ep.association_count()
     }
 }
 
@@ -393,7 +393,7 @@ async fn run(
             // left to finish.
             let stop = Arc::strong_count(shared) == 1
                 && st.slots.values().all(|s| s.handles == 0)
-                && st.ep.associations().next().is_none();
+                && st.ep.association_count() == 0;
             (st.ep.poll_timeout(), stop)
         };
         if stop {

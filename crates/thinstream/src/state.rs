@@ -7,12 +7,13 @@
 //! timeouts in and take datagrams and events out. No channel sits between
 //! them, so a send costs one lock and at most one wake-up.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 
 use thinstream_base::drive::AppEvent;
 use thinstream_base::Instant;
+use thinstream_proto::endpoint::IdMap;
 use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint};
 use tokio::sync::Notify;
 
@@ -42,7 +43,7 @@ impl Shared {
 
 pub(crate) struct State {
     pub(crate) ep: ProtoEndpoint,
-    pub(crate) slots: BTreeMap<AssociationId, Slot>,
+    pub(crate) slots: IdMap<Slot>,
     pub(crate) incoming: VecDeque<AssociationId>,
     pub(crate) incoming_waker: Option<Waker>,
     pub(crate) max_pending_incoming: usize,
@@ -293,7 +294,7 @@ impl State {
             self.slots
                 .retain(|_, s| !(s.closed.is_some() && s.handles == 0));
         }
-        if self.ep.associations().next().is_none() && self.slots.is_empty() {
+        if self.ep.association_count() == 0 && self.slots.is_empty() {
             for w in self.idle_wakers.drain(..) {
                 w.wake();
             }
