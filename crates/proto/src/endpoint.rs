@@ -2,8 +2,8 @@
 //! INITs statelessly (§5.1.3) and the demultiplexer of incoming packets.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 
 use bytes::Bytes;
@@ -229,6 +229,10 @@ impl Endpoint {
     /// Endpoint-level counters plus those of every live association.
     pub fn total_stats(&self) -> Stats {
         let mut s = self.stats;
+        #[allow(
+            clippy::iter_over_hash_type,
+            reason = "integer counters are summed: the order does not matter"
+        )]
         for e in self.assocs.values() {
             s.add(e.assoc.stats());
         }

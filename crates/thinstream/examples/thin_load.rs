@@ -168,7 +168,8 @@ async fn main() -> anyhow::Result<()> {
     while echoed.load(std::sync::atomic::Ordering::Relaxed) < sent && Instant::now() < drain_end {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (mut retx, mut pkts_out, mut pkts_in, mut sacks_out, mut sacks_in) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut retx, mut pkts_out, mut pkts_in, mut sacks_out, mut sacks_in) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     for a in busy {
         let st = a.stats();
         retx += st.retransmitted_chunks();

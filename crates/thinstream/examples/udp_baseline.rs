@@ -202,10 +202,7 @@ async fn load(
     seconds: u64,
 ) -> anyhow::Result<()> {
     loopback_only(to)?;
-    anyhow::ensure!(
-        size >= 8,
-        "--size must be at least 8 bytes (a timestamp)"
-    );
+    anyhow::ensure!(size >= 8, "--size must be at least 8 bytes (a timestamp)");
     anyhow::ensure!(flows >= 1, "--flows must be at least 1");
     let local: SocketAddr = if to.is_ipv4() {
         "127.0.0.1:0".parse()?

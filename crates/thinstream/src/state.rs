@@ -304,6 +304,10 @@ impl State {
     /// The endpoint task ended: fail every waiter.
     pub(crate) fn fail_all(&mut self, why: String) {
         self.gone = Some(why.clone());
+        #[allow(
+            clippy::iter_over_hash_type,
+            reason = "every slot is failed and woken: the order does not matter"
+        )]
         for slot in self.slots.values_mut() {
             if slot.closed.is_none() {
                 slot.closed = Some(AssociationError::EndpointGone(why.clone()));
