@@ -51,6 +51,11 @@ struct Args {
     /// slow ones happened.
     #[arg(long)]
     samples: Option<std::path::PathBuf>,
+    /// Send the messages in bursts of this many (same average rate: a
+    /// burst every BURST message intervals), to see how a burst from many
+    /// associations is answered. 1: evenly spread.
+    #[arg(long, default_value_t = 1)]
+    burst: u32,
 }
 
 /// CPU seconds (user + system) of this process.
@@ -144,7 +149,8 @@ async fn main() -> anyhow::Result<()> {
     // of the interval (a timer per association would measure the async
     // runtime's timer wheel, not the transport).
     let mut sent = 0u64;
-    let step = interval / (active as u32).max(1);
+    anyhow::ensure!(args.burst >= 1, "--burst must be at least 1");
+    let step = interval / (active as u32).max(1) * args.burst;
     let mut next = epoch;
     let mut k = 0usize;
     while next < stop {
@@ -152,14 +158,16 @@ async fn main() -> anyhow::Result<()> {
         // Send everything due (a late wake-up catches up at once).
         let now = Instant::now();
         while next <= now && next < stop {
-            let mut body = vec![0u8; args.size];
-            let ns = epoch.elapsed().as_nanos() as u64;
-            body[..8].copy_from_slice(&ns.to_le_bytes());
-            busy[k % active]
-                .send(0, body, SendOptions::default())
-                .await?;
-            sent += 1;
-            k += 1;
+            for _ in 0..args.burst {
+                let mut body = vec![0u8; args.size];
+                let ns = epoch.elapsed().as_nanos() as u64;
+                body[..8].copy_from_slice(&ns.to_le_bytes());
+                busy[k % active]
+                    .send(0, body, SendOptions::default())
+                    .await?;
+                sent += 1;
+                k += 1;
+            }
             next += step;
         }
     }
