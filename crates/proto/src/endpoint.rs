@@ -53,8 +53,93 @@ struct Entry {
     assoc: Box<Association>,
     /// The (peer address, peer port, our tag, our port) it is indexed under.
     key: Option<(SocketAddr, u16, u32, u16)>,
+    /// `Endpoint::index_epoch` when both lookups last named this
+    /// association under `key`.
+    indexed_at: u64,
     /// Its deadline as entered in `Endpoint::timers`.
     timer: Option<Instant>,
+}
+
+/// A small ordered set of association ids: a sorted vector. The sets it
+/// holds (associations with something to send, to deliver or to trace)
+/// rarely hold more than the associations one batch of datagrams touched,
+/// and go from empty to one member and back on every round trip of a
+/// thin stream; a B-tree set allocated and freed a node each time.
+#[derive(Debug, Default)]
+struct IdSet(Vec<AssociationId>);
+
+impl IdSet {
+    fn insert(&mut self, id: AssociationId) {
+        // Ids mostly arrive in order (one association, or a batch walked
+        // by id): check the end first.
+        match self.0.last() {
+            None => self.0.push(id),
+            Some(&last) if last < id => self.0.push(id),
+            Some(&last) if last == id => {}
+            Some(_) => {
+                if let Err(at) = self.0.binary_search(&id) {
+                    self.0.insert(at, id);
+                }
+            }
+        }
+    }
+    fn remove(&mut self, id: AssociationId) {
+        if let Ok(at) = self.0.binary_search(&id) {
+            self.0.remove(at);
+        }
+    }
+    fn contains(&self, id: AssociationId) -> bool {
+        self.0.binary_search(&id).is_ok()
+    }
+    fn first(&self) -> Option<AssociationId> {
+        self.0.first().copied()
+    }
+    /// The smallest member at or above `from`.
+    fn first_from(&self, from: AssociationId) -> Option<AssociationId> {
+        let at = self.0.partition_point(|&x| x < from);
+        self.0.get(at).copied()
+    }
+    /// Some member, taken out (the largest: no element moves).
+    fn pop(&mut self) -> Option<AssociationId> {
+        self.0.pop()
+    }
+    fn iter(&self) -> impl Iterator<Item = AssociationId> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+/// The key of the peer-facing lookups: the peer's address, then two
+/// 16-bit and one 32-bit field (ports, tag). Equality compares all of the
+/// address (an IPv6 address's flow label and scope too); the hash reads
+/// the address bits and the packed fields in two writes instead of one
+/// per field, which is most of a lookup's cost with a keyed hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PeerKey {
+    addr: SocketAddr,
+    /// The two 16-bit fields and the 32-bit one, packed.
+    rest: u64,
+}
+
+impl PeerKey {
+    fn new(addr: SocketAddr, a: u16, b: u16, c: u32) -> Self {
+        PeerKey {
+            addr,
+            rest: (u64::from(a) << 48) | (u64::from(b) << 32) | u64::from(c),
+        }
+    }
+}
+
+impl std::hash::Hash for PeerKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let (ip, port) = match self.addr {
+            SocketAddr::V4(a) => (u128::from(a.ip().to_bits()), a.port()),
+            SocketAddr::V6(a) => (a.ip().to_bits(), a.port()),
+        };
+        // Address bits and port in one word, the packed fields in the
+        // other; equal keys give equal words.
+        h.write_u128(ip ^ (u128::from(port) << 112));
+        h.write_u64(self.rest);
+    }
 }
 
 impl fmt::Display for AssociationId {
@@ -103,10 +188,14 @@ pub struct Endpoint {
     /// (peer address, peer SCTP port, our tag) -> association. Keys come
     /// partly from peers, so these two use the standard library's keyed
     /// hash (its random key changes no result: they are only looked up).
-    by_tag: HashMap<(SocketAddr, u16, u32), AssociationId>,
+    by_tag: HashMap<PeerKey, AssociationId>,
     /// (peer address, peer SCTP port, our SCTP port) -> association: one
     /// association per pair of SCTP transport addresses (RFC 9260 §1.4).
-    by_addr: HashMap<(SocketAddr, u16, u16), AssociationId>,
+    by_addr: HashMap<PeerKey, AssociationId>,
+    /// Bumped whenever `by_tag` or `by_addr` changes: an association whose
+    /// keys did not change and that was last checked in the current epoch
+    /// is still what both lookups name (no hashing per packet).
+    index_epoch: u64,
     out: VecDeque<Datagram>,
     trace: VecDeque<Record>,
     stats: Stats,
@@ -120,15 +209,15 @@ pub struct Endpoint {
     entropy: Option<Entropy>,
     /// Associations that may have a datagram / an event / a trace record
     /// to give: every input marks its association in all three.
-    tx_ready: BTreeSet<AssociationId>,
-    app_ready: BTreeSet<AssociationId>,
-    trace_ready: BTreeSet<AssociationId>,
+    tx_ready: IdSet,
+    app_ready: IdSet,
+    trace_ready: IdSet,
     /// Every association's next deadline (also kept in its entry),
     /// ordered by time.
     timers: BTreeSet<(Instant, AssociationId)>,
     /// Associations lent out by `association_mut`: anything may have
     /// changed; re-examined before the next operation.
-    lent: BTreeSet<AssociationId>,
+    lent: IdSet,
     /// A chunk list to parse the next datagram into, taken back from the
     /// association that handled the last one.
     scratch_rx: Vec<Chunk>,
@@ -164,6 +253,7 @@ impl Endpoint {
             assocs: IdMap::default(),
             by_tag: HashMap::new(),
             by_addr: HashMap::new(),
+            index_epoch: 0,
             out: VecDeque::new(),
             trace: VecDeque::new(),
             stats: Stats::default(),
@@ -172,11 +262,11 @@ impl Endpoint {
             scratch_rx: Vec::new(),
             rr: AssociationId(0),
             entropy: None,
-            tx_ready: BTreeSet::new(),
-            app_ready: BTreeSet::new(),
-            trace_ready: BTreeSet::new(),
+            tx_ready: IdSet::default(),
+            app_ready: IdSet::default(),
+            trace_ready: IdSet::default(),
             timers: BTreeSet::new(),
-            lent: BTreeSet::new(),
+            lent: IdSet::default(),
         }
     }
 
@@ -246,7 +336,8 @@ impl Endpoint {
         peer_port: u16,
         local_port: u16,
     ) -> bool {
-        self.by_addr.contains_key(&(remote, peer_port, local_port))
+        self.by_addr
+            .contains_key(&PeerKey::new(remote, peer_port, local_port, 0))
     }
 
     /// Live associations, in id order.
@@ -309,7 +400,7 @@ impl Endpoint {
 
     /// Treat associations lent by `association_mut` as touched.
     fn settle(&mut self) {
-        while let Some(id) = self.lent.pop_first() {
+        while let Some(id) = self.lent.pop() {
             self.touched(id);
         }
     }
@@ -321,14 +412,14 @@ impl Endpoint {
             .assocs
             .get(&id)
             .is_some_and(|e| e.assoc.is_closed() && !e.assoc.has_pending_output())
-            && !self.tx_ready.contains(&id);
+            && !self.tx_ready.contains(id);
         if dead {
             let Some(e) = self.assocs.remove(&id) else {
                 return;
             };
             self.unindex(id, e.key);
-            self.app_ready.remove(&id);
-            self.trace_ready.remove(&id);
+            self.app_ready.remove(id);
+            self.trace_ready.remove(id);
             if let Some(t) = e.timer {
                 self.timers.remove(&(t, id));
             }
@@ -440,6 +531,7 @@ impl Endpoint {
     }
 
     fn reindex(&mut self, id: AssociationId) {
+        let epoch = self.index_epoch;
         let Some(e) = self.assocs.get(&id) else {
             return;
         };
@@ -447,16 +539,32 @@ impl Endpoint {
         let current = a
             .remote_addr()
             .map(|addr| (addr, a.peer_port(), a.local_tag(), a.config().local_port));
+        if e.key.is_some() && e.key == current && e.indexed_at == epoch {
+            // Same keys, and no lookup changed since they were checked:
+            // both still name this association (every packet but the
+            // handshake's, with no other association coming or going).
+            return;
+        }
         if let Some(key @ (addr, port, tag, local_port)) = current {
             if e.key == Some(key) {
-                // The keys are the ones indexed (every packet but the
-                // handshake's): only make sure both lookups still name this
-                // association, as the full re-insertion below would.
-                if self.by_tag.get(&(addr, port, tag)) != Some(&id) {
-                    self.by_tag.insert((addr, port, tag), id);
+                // The keys are the ones indexed: only make sure both
+                // lookups still name this association, as the full
+                // re-insertion below would.
+                let (t, k) = (
+                    PeerKey::new(addr, port, 0, tag),
+                    PeerKey::new(addr, port, local_port, 0),
+                );
+                if self.by_tag.get(&t) != Some(&id) {
+                    self.by_tag.insert(t, id);
+                    self.index_epoch += 1;
                 }
-                if self.by_addr.get(&(addr, port, local_port)) != Some(&id) {
-                    self.by_addr.insert((addr, port, local_port), id);
+                if self.by_addr.get(&k) != Some(&id) {
+                    self.by_addr.insert(k, id);
+                    self.index_epoch += 1;
+                }
+                let epoch = self.index_epoch;
+                if let Some(e) = self.assocs.get_mut(&id) {
+                    e.indexed_at = epoch;
                 }
                 return;
             }
@@ -464,22 +572,27 @@ impl Endpoint {
         let old = e.key;
         self.unindex(id, old);
         if let Some((addr, port, tag, local_port)) = current {
-            self.by_tag.insert((addr, port, tag), id);
-            self.by_addr.insert((addr, port, local_port), id);
+            self.by_tag.insert(PeerKey::new(addr, port, 0, tag), id);
+            self.by_addr
+                .insert(PeerKey::new(addr, port, local_port, 0), id);
+            self.index_epoch += 1;
         }
+        let epoch = self.index_epoch;
         if let Some(e) = self.assocs.get_mut(&id) {
             e.key = current;
+            e.indexed_at = epoch;
         }
     }
 
     /// Remove association `id`'s index entries under `key`.
     fn unindex(&mut self, id: AssociationId, key: Option<(SocketAddr, u16, u32, u16)>) {
         if let Some((addr, port, tag, local_port)) = key {
-            self.by_tag.remove(&(addr, port, tag));
-            let k = (addr, port, local_port);
+            self.by_tag.remove(&PeerKey::new(addr, port, 0, tag));
+            let k = PeerKey::new(addr, port, local_port, 0);
             if self.by_addr.get(&k) == Some(&id) {
                 self.by_addr.remove(&k);
             }
+            self.index_epoch += 1;
         }
     }
 
@@ -490,6 +603,7 @@ impl Endpoint {
             Entry {
                 assoc: Box::new(a),
                 key: None,
+                indexed_at: 0,
                 timer: None,
             },
         );
@@ -614,7 +728,10 @@ impl Endpoint {
     }
 
     fn route(&self, src: SocketAddr, p: &Packet) -> Option<AssociationId> {
-        if let Some(id) = self.by_tag.get(&(src, p.src_port, p.verification_tag)) {
+        if let Some(id) = self
+            .by_tag
+            .get(&PeerKey::new(src, p.src_port, 0, p.verification_tag))
+        {
             return Some(*id);
         }
         // Packets whose tag is legitimately not our tag: INIT (0), COOKIE
@@ -626,7 +743,9 @@ impl Endpoint {
             _ => false,
         };
         if by_addr {
-            self.by_addr.get(&(src, p.src_port, p.dst_port)).copied()
+            self.by_addr
+                .get(&PeerKey::new(src, p.src_port, p.dst_port, 0))
+                .copied()
         } else {
             None
         }
@@ -709,10 +828,8 @@ impl Endpoint {
         loop {
             let id = self
                 .tx_ready
-                .range(self.rr..)
-                .next()
-                .or_else(|| self.tx_ready.first())
-                .copied()?;
+                .first_from(self.rr)
+                .or_else(|| self.tx_ready.first())?;
             let dst = self
                 .assoc_mut(id)
                 .and_then(|a| a.poll_transmit_into(now, out));
@@ -724,7 +841,7 @@ impl Endpoint {
                     return Some(dst);
                 }
                 None => {
-                    self.tx_ready.remove(&id);
+                    self.tx_ready.remove(id);
                     self.maybe_reap(id);
                 }
             }
@@ -741,7 +858,7 @@ impl Endpoint {
         let first = self.timers.first().map(|&(t, _)| t);
         self.lent
             .iter()
-            .filter_map(|id| self.assocs.get(id).and_then(|e| e.assoc.poll_timeout()))
+            .filter_map(|id| self.assocs.get(&id).and_then(|e| e.assoc.poll_timeout()))
             .chain(first)
             .min()
     }
@@ -761,7 +878,7 @@ impl Endpoint {
         self.settle();
         let mut from = AssociationId(0);
         loop {
-            let id = self.app_ready.range(from..).next().copied()?;
+            let id = self.app_ready.first_from(from)?;
             from = AssociationId(id.0 + 1);
             if skip(id) {
                 continue;
@@ -779,7 +896,7 @@ impl Endpoint {
                     return Some((id, e));
                 }
                 None => {
-                    self.app_ready.remove(&id);
+                    self.app_ready.remove(id);
                     self.maybe_reap(id);
                 }
             }
@@ -793,14 +910,79 @@ impl Endpoint {
             return Some((None, r));
         }
         loop {
-            let id = self.trace_ready.first().copied()?;
+            let id = self.trace_ready.first()?;
             match self.assoc_mut(id).and_then(|a| a.poll_trace()) {
                 Some(r) => return Some((Some(id), r)),
                 None => {
-                    self.trace_ready.remove(&id);
+                    self.trace_ready.remove(id);
                     self.maybe_reap(id);
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn id_set_behaves_as_an_ordered_set() {
+        let mut rng = Rng::new(Seed(7));
+        let mut ours = IdSet::default();
+        let mut reference = BTreeSet::new();
+        for _ in 0..20_000 {
+            let id = AssociationId(rng.below(64));
+            match rng.below(6) {
+                0 | 1 => {
+                    ours.insert(id);
+                    reference.insert(id);
+                }
+                2 => {
+                    ours.remove(id);
+                    reference.remove(&id);
+                }
+                3 => {
+                    // `pop` takes some member; the reference loses the same.
+                    let got = ours.pop();
+                    assert_eq!(got, reference.last().copied());
+                    if let Some(g) = got {
+                        reference.remove(&g);
+                    }
+                }
+                4 => assert_eq!(ours.first_from(id), reference.range(id..).next().copied()),
+                _ => assert_eq!(ours.contains(id), reference.contains(&id)),
+            }
+            assert_eq!(ours.first(), reference.first().copied());
+            assert!(ours.iter().eq(reference.iter().copied()));
+        }
+    }
+
+    #[test]
+    fn peer_keys_hash_alike_when_equal_and_differ_by_every_field() {
+        let s = std::collections::hash_map::RandomState::new();
+        let a: SocketAddr = "127.0.0.1:9899".parse().unwrap();
+        let k = PeerKey::new(a, 5000, 5001, 0xDEAD_BEEF);
+        assert_eq!(
+            s.hash_one(k),
+            s.hash_one(PeerKey::new(a, 5000, 5001, 0xDEAD_BEEF))
+        );
+        let others = [
+            PeerKey::new("127.0.0.2:9899".parse().unwrap(), 5000, 5001, 0xDEAD_BEEF),
+            PeerKey::new("127.0.0.1:9898".parse().unwrap(), 5000, 5001, 0xDEAD_BEEF),
+            PeerKey::new(a, 5002, 5001, 0xDEAD_BEEF),
+            PeerKey::new(a, 5000, 5002, 0xDEAD_BEEF),
+            PeerKey::new(a, 5000, 5001, 0xDEAD_BEEE),
+            PeerKey::new("[::1]:9899".parse().unwrap(), 5000, 5001, 0xDEAD_BEEF),
+        ];
+        for o in others {
+            assert_ne!(k, o);
+            assert_ne!(s.hash_one(k), s.hash_one(o), "{o:?}");
+        }
+        // Equality still reads the whole IPv6 address, scope included.
+        let v6: SocketAddr = "[fe80::1%2]:9899".parse().unwrap();
+        let v6b: SocketAddr = "[fe80::1%3]:9899".parse().unwrap();
+        assert_ne!(PeerKey::new(v6, 1, 2, 3), PeerKey::new(v6b, 1, 2, 3));
     }
 }

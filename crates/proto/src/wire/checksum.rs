@@ -23,12 +23,14 @@ pub const CHECKSUM_OFFSET: usize = 8;
 /// if the missing part of the checksum field were zero bytes, which makes
 /// the function total; such a buffer is never a valid packet anyway.
 pub fn checksum(packet: &[u8]) -> u32 {
-    let head = packet.len().min(CHECKSUM_OFFSET);
-    let mut crc = crc32c::crc32c(&packet[..head]);
-    let field_end = packet.len().min(COMMON_HEADER_LEN);
-    if field_end > CHECKSUM_OFFSET {
-        crc = crc32c::crc32c_append(crc, &[0u8; 4][..field_end - CHECKSUM_OFFSET]);
-    }
+    // The common header with its checksum field zeroed, then the rest:
+    // two calls into the CRC code instead of one per part (each call has
+    // a fixed cost that dominates on a thin stream's small packets).
+    let mut header = [0u8; COMMON_HEADER_LEN];
+    let n = packet.len().min(COMMON_HEADER_LEN);
+    let head = n.min(CHECKSUM_OFFSET);
+    header[..head].copy_from_slice(&packet[..head]);
+    let mut crc = crc32c::crc32c(&header[..n]);
     if packet.len() > COMMON_HEADER_LEN {
         crc = crc32c::crc32c_append(crc, &packet[COMMON_HEADER_LEN..]);
     }
@@ -123,5 +125,20 @@ mod tests {
         }
         let mut b = [0u8; 5];
         assert!(!write_checksum_field(&mut b));
+    }
+
+    #[test]
+    fn equals_the_crc_of_a_copy_with_the_field_zeroed() {
+        // Every length around the header's end, with a non-zero field.
+        for n in 0..=80usize {
+            let b: Vec<u8> = (0..n)
+                .map(|i| (i as u8).wrapping_mul(37).wrapping_add(11))
+                .collect();
+            let mut z = b.clone();
+            for x in z.iter_mut().take(COMMON_HEADER_LEN).skip(CHECKSUM_OFFSET) {
+                *x = 0;
+            }
+            assert_eq!(checksum(&b), crc32c::crc32c(&z), "length {n}");
+        }
     }
 }
