@@ -903,11 +903,13 @@ async fn sender(
 ) -> anyhow::Result<Sent> {
     let mut sends = Vec::with_capacity(schedule.len());
     let mut late_ns = Vec::with_capacity(schedule.len());
+    // To tens of microseconds (tokio's own timer: up to 1 ms late).
+    let mut timer = thinstream::clock::PreciseTimer::new();
     for (i, m) in schedule.iter().enumerate() {
         let time = if clock.now() < m.at {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(clock.to_std(m.at))).await;
-            // The application wakes a little late (timer granularity): the
-            // message is generated when it runs.
+            timer.sleep_until(clock.to_std(m.at)).await;
+            // The application wakes a little late (the OS's wake-up
+            // latency): the message is generated when it runs.
             let now = clock.now();
             late_ns.push(now.saturating_duration_since(m.at).as_nanos());
             now

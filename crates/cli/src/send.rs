@@ -757,8 +757,6 @@ async fn run_paced(
     let one_way = !args.expect_echo;
     let mut workload = schedule(args, seed)?;
     let mut upcoming = workload.next_message();
-    // The message after it: its timer is armed one message ahead (below).
-    let mut after = workload.next_message();
     let start = std::time::Instant::now();
     let linger = args.linger.to_std();
     let progress = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -805,20 +803,13 @@ async fn run_paced(
     let mut queued_len = 0usize;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    // Two timers, one message apart: `due` for the next message and
-    // `due_after` for the one after it. A timer the runtime learns of
-    // that is earlier than every timer it already has makes it wake its
-    // poller (a system call, and one more poll before it sleeps); armed
-    // one message ahead, the new timer is never the earliest, so taking a
-    // message costs no system call before it is sent.
+    // Each message at its time, to tens of microseconds (tokio's own
+    // timer would send it up to 1 ms late, and the jitter between two
+    // messages would end up in every recovery the next message triggers).
+    let mut pacer = thinstream::clock::PreciseTimer::new();
     let due_at = |m: Option<thinstream_workload::Message>| {
         m.map_or(start, |m| start + m.at.since_epoch().to_std())
     };
-    let mut due = Box::pin(tokio::time::sleep_until(due_at(upcoming).into()));
-    let mut due_after = Box::pin(tokio::time::sleep_until(due_at(after).into()));
-    // Registered now, not at its first poll (which comes only once it is
-    // `due`).
-    due_after.as_mut().reset(due_at(after).into());
     let mut last_progress = start;
     let show = |tally: &Tally, sent: u64, a: &thinstream::Association| {
         let g = tally.ack_all();
@@ -865,12 +856,9 @@ async fn run_paced(
                 Err(e) => { closed_error = Some(e); break; }
             },
             e = a.closed(), if !args.expect_echo => { closed_error = Some(e); break; }
-            _ = due.as_mut(), if more && queued.is_none() => {
+            () = pacer.sleep_until(due_at(upcoming)), if more && queued.is_none() => {
                 let m = upcoming.take().expect("sending");
-                upcoming = after.take();
-                after = workload.next_message();
-                std::mem::swap(&mut due, &mut due_after);
-                due_after.as_mut().reset(due_at(after).into());
+                upcoming = workload.next_message();
                 let size = m.bytes as usize;
                 let body = if one_way {
                     if size < oneway::HEADER { padded += 1; }

@@ -23,8 +23,8 @@
 //! during a run.
 //!
 //! Timing: each direction is a [`HeldLink`], a heap of release times. On
-//! Linux the loop waits for the next release on a high-resolution timer (a
-//! `timerfd` with the thread's timer slack set to 1 ns) beside the sockets,
+//! Linux the loop waits for the next release on a high-resolution timer
+//! ([`crate::clock::PreciseTimer`]) beside the sockets,
 //! so it neither polls nor sleeps past a release: datagrams leave within the
 //! OS wake-up latency of their scheduled time and an idle emulator uses no
 //! CPU. Elsewhere it sleeps with tokio (1 ms resolution) until shortly before
@@ -425,59 +425,6 @@ const SPIN_MARGIN: Duration = Duration::from_micros(2_000);
 #[cfg(target_os = "linux")]
 const SPIN_MARGIN: Duration = Duration::from_micros(5);
 
-/// A one-shot high-resolution timer the runtime can wait on beside the
-/// sockets.
-#[cfg(target_os = "linux")]
-struct PreciseTimer {
-    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
-}
-
-#[cfg(target_os = "linux")]
-impl PreciseTimer {
-    fn new() -> io::Result<PreciseTimer> {
-        use rustix::time::{timerfd_create, TimerfdClockId, TimerfdFlags};
-        let fd = timerfd_create(
-            TimerfdClockId::Monotonic,
-            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
-        )?;
-        // Default timer slack (50 us) would add that much to every release.
-        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
-        // `AsyncFd::new` is deprecated for types whose descriptor could
-        // change under the registration; an `OwnedFd` never does, and the
-        // replacement is `unsafe`, which this crate forbids.
-        #[allow(deprecated)]
-        let fd = tokio::io::unix::AsyncFd::new(fd)?;
-        Ok(PreciseTimer { fd })
-    }
-
-    /// Wait `d` (a stale expiry of an earlier, abandoned wait is cleared
-    /// first).
-    async fn sleep(&self, d: std::time::Duration) -> io::Result<()> {
-        use rustix::time::{timerfd_settime, Itimerspec, TimerfdTimerFlags, Timespec};
-        let mut buf = [0u8; 8];
-        let _ = rustix::io::read(self.fd.get_ref(), &mut buf);
-        let d = d.max(std::time::Duration::from_nanos(1));
-        let spec = Itimerspec {
-            it_interval: Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: Timespec {
-                tv_sec: d.as_secs() as _,
-                tv_nsec: d.subsec_nanos() as _,
-            },
-        };
-        timerfd_settime(self.fd.get_ref(), TimerfdTimerFlags::empty(), &spec)?;
-        loop {
-            let mut guard = self.fd.readable().await?;
-            match rustix::io::read(guard.get_inner(), &mut buf) {
-                Ok(_) => return Ok(()),
-                Err(rustix::io::Errno::AGAIN) => guard.clear_ready(),
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-}
 /// Kernel socket buffer asked for, each way (listening socket).
 const SOCKET_BUFFER: usize = 8 << 20;
 /// Kernel socket buffer of each upstream socket.
@@ -593,7 +540,13 @@ impl Emulator {
     pub async fn run(mut self, stop: impl Future<Output = ()>) -> io::Result<EmulatorReport> {
         let clock = Clock::new();
         #[cfg(target_os = "linux")]
-        let timer = PreciseTimer::new()?;
+        let mut timer = crate::clock::PreciseTimer::new();
+        #[cfg(target_os = "linux")]
+        if !timer.is_precise() {
+            return Err(io::Error::other(
+                "no high-resolution timer (timerfd) for the emulator's releases",
+            ));
+        }
         let to = self.config.to;
         let end = self.config.duration.map(|d| Instant::ZERO + d);
         let count = self.config.count.unwrap_or(u64::MAX);
@@ -808,15 +761,7 @@ impl Emulator {
                     #[cfg(target_os = "linux")]
                     let sleep = async {
                         match wake {
-                            Some(w) => {
-                                let d = w.saturating_duration_since(clock.now());
-                                if let Err(e) = timer.sleep(d.to_std()).await {
-                                    // No precise timer after all: the
-                                    // runtime's coarse one.
-                                    let _ = e;
-                                    tokio::time::sleep_until(clock.to_std(w).into()).await;
-                                }
-                            }
+                            Some(w) => timer.sleep_until(clock.to_std(w)).await,
                             None => std::future::pending().await,
                         }
                     };

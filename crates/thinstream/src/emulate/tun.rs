@@ -437,7 +437,12 @@ async fn relay(
         Direction::new(&config.reverse, reverse_seed, config.limit, "reverse").map_err(link_err)?;
     let (sa, sb) = (side_addr(TUN_ADDR_A), side_addr(TUN_ADDR_B));
     let started = clock.now();
-    let timer = super::PreciseTimer::new()?;
+    let mut timer = crate::clock::PreciseTimer::new();
+    if !timer.is_precise() {
+        return Err(io::Error::other(
+            "no high-resolution timer (timerfd) for the emulator's releases",
+        ));
+    }
     let end = config.duration.map(|d| started + d);
     let mut buf = vec![0u8; 65_536];
     let mut due = Vec::new();
@@ -469,12 +474,7 @@ async fn relay(
             }
             match wake {
                 // The high-resolution timer (see the UDP relay's loop).
-                Some(w) => {
-                    let d = w.saturating_duration_since(clock.now());
-                    if timer.sleep(d.to_std()).await.is_err() {
-                        tokio::time::sleep_until(clock.to_std(w).into()).await;
-                    }
-                }
+                Some(w) => timer.sleep_until(clock.to_std(w)).await,
                 None => std::future::pending().await,
             }
         };
