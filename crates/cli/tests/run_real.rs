@@ -360,9 +360,15 @@ fn several_flows_between_the_two_hosts_run_real_and_match_the_simulator() {
         r["mean_ms"].as_f64().unwrap(),
         m["mean_ms"].as_f64().unwrap(),
     );
+    // On failure, the host's timing during the run: the emulator's release
+    // error per direction and how late the sending applications woke.
     assert!(
         (a - b).abs() <= 10.0_f64.max(0.25 * b),
-        "0 retransmissions: real mean {a:.1} ms vs simulated {b:.1} ms"
+        "0 retransmissions: real mean {a:.1} ms vs simulated {b:.1} ms; release error forward {}, \
+         reverse {}; application wake-up lateness (us: p50, p99, max) {}",
+        run["emulator"]["forward"]["release_error"],
+        run["emulator"]["reverse"]["release_error"],
+        run["app_wake_late_us"]
     );
 }
 
