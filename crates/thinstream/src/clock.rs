@@ -91,11 +91,16 @@ pub struct PreciseTimer {
     #[cfg(target_os = "linux")]
     fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
     /// The deadline the OS timer is armed for, until its expiry is read.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     armed: Option<std::time::Instant>,
 }
 
 impl PreciseTimer {
-    /// A timer; must be called inside a tokio runtime.
+    /// A timer.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (as tokio's own timers do).
     pub fn new() -> PreciseTimer {
         PreciseTimer {
             #[cfg(target_os = "linux")]
