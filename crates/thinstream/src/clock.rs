@@ -56,9 +56,9 @@ impl Default for Clock {
 /// On Linux the timer is a `timerfd` registered with the tokio runtime, so
 /// it is awaited beside sockets and other futures. Creating one sets the
 /// calling thread's timer slack to 1 ns (the default 50 µs would be added
-/// to every wake-up). Where that is not available (other systems, or a
-/// runtime without I/O) it falls back to tokio's timer; [`is_precise`]
-/// says which.
+/// to every wake-up). Where that is not available (other systems, or the
+/// OS refusing a `timerfd`) it falls back to tokio's timer;
+/// [`is_precise`] says which.
 ///
 /// Arming the OS timer is a system call; [`sleep_until`] makes it only
 /// when the deadline differs from the one already armed, so a loop that
@@ -100,7 +100,8 @@ impl PreciseTimer {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime (as tokio's own timers do).
+    /// Outside a tokio runtime, or (on Linux) in one without I/O enabled,
+    /// as tokio's own timers and sockets do.
     pub fn new() -> PreciseTimer {
         PreciseTimer {
             #[cfg(target_os = "linux")]
