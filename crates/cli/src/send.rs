@@ -413,8 +413,15 @@ fn print_report(r: &Report) {
     }
     if r.lost.saturating_sub(r.abandoned) + r.corrupted + r.out_of_order > 0 {
         crate::util::out(&format!(
-            "PROBLEMS: {} lost, {} corrupted, {} out of order\n",
-            r.lost, r.corrupted, r.out_of_order
+            "PROBLEMS: {} lost{}, {} corrupted, {} out of order\n",
+            r.lost,
+            if r.sent == 0 && r.lost > 0 {
+                " (none sent)"
+            } else {
+                ""
+            },
+            r.corrupted,
+            r.out_of_order
         ));
     }
     if let Some(e) = &r.association_error {
@@ -612,6 +619,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         ..Report::default()
     };
 
+    let began = std::time::Instant::now();
     let connect = tokio::time::timeout(
         args.connect_timeout.to_std(),
         endpoint.connect(args.to, config.clone()),
@@ -622,6 +630,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         Ok(Err(e)) => {
             report.association_error = Some(e.to_string());
             report.lost = report.messages;
+            report.elapsed_s = began.elapsed().as_secs_f64();
             return Ok(report);
         }
         Err(_) => {
@@ -630,6 +639,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
                 args.to, args.connect_timeout
             ));
             report.lost = report.messages;
+            report.elapsed_s = began.elapsed().as_secs_f64();
             return Ok(report);
         }
     };

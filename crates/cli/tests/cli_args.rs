@@ -53,5 +53,13 @@ fn send_to_nobody_fails_cleanly() {
     ]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("no association"), "{text}");
-    assert!(text.contains("3 lost"), "{text}");
+    assert!(text.contains("3 lost (none sent)"), "{text}");
+    // The time spent waiting for the association is the run's elapsed time.
+    let elapsed: f64 = text
+        .split("elapsed ")
+        .nth(1)
+        .and_then(|t| t.split('s').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no elapsed time in {text}"));
+    assert!(elapsed >= 0.29, "elapsed {elapsed} s in {text}");
 }
