@@ -1,4 +1,4 @@
-//! Request/response over echo peers (001 §IV.A; spec §10.4): the TCP echo
+//! Request/response over echo peers (001 §IV.A): the TCP echo
 //! peer, response times in results.json, and the head-of-line model's
 //! prediction beside them (`thinstream_model::hol`, 001 §III).
 //!

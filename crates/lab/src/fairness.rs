@@ -1,5 +1,5 @@
-//! Throughput per interval, Jain's fairness index (002 §5.2.5, spec §9.7)
-//! and bottleneck statistics (drop rate, utilisation; spec §10.5), per run
+//! Throughput per interval, Jain's fairness index (002 §5.2.5)
+//! and bottleneck statistics (drop rate, utilisation), per run
 //! and pooled per variant for `results.json`.
 
 use serde::{Deserialize, Serialize};

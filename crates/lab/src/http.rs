@@ -1,5 +1,4 @@
-//! HTTP-like cross traffic on a dumbbell (000 §6.2; 002 §5.1.3, §5.2.2;
-//! spec §10.5): an `http` workload entry becomes one TCP connection per
+//! HTTP-like cross traffic on a dumbbell (000 §6.2; 002 §5.1.3, §5.2.2): an `http` workload entry becomes one TCP connection per
 //! client of `thinstream_workload::http`.
 //!
 //! Model, and how it simplifies 002's `http-client`/`http-server` pair

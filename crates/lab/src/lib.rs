@@ -36,7 +36,7 @@
 //! Traffic beyond one measured flow: [`http`] expands an `http` workload
 //! into one TCP connection per client on a dumbbell (000 §6.2); [`fairness`]
 //! computes throughput per interval, Jain's index and the bottleneck's drop
-//! rate and utilisation (002 §5.2.5, spec §10.5); [`echo`] runs echo peers
+//! rate and utilisation (002 §5.2.5); [`echo`] runs echo peers
 //! over TCP (framed by request size; N streams become N connections),
 //! response times, and the head-of-line model's prediction (001 §III-IV).
 //!

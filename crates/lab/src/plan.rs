@@ -1,7 +1,7 @@
 //! Expansion: a scenario becomes a list of runs, one per
 //! (variant × sweep point × repetition), each with its own seed.
 //!
-//! Seeds (examples-to-follow habit 7): the run seed is
+//! Seeds (one master seed, every other derived from it by name): the run seed is
 //! `master.derive("point{p}.rep{r}")`. It does not depend on the variant, so
 //! every variant of one (point, repetition) sees the same link randomness
 //! and workload draws until the transports' behaviour diverges (common
@@ -350,7 +350,7 @@ impl Plan {
     }
 
     /// The header printed before running: master seed, settings and the
-    /// expanded run list (habit 7: one seed explains a run).
+    /// expanded run list (one seed explains a run).
     pub fn describe(&self) -> String {
         let s = &self.scenario;
         let mut out = String::new();

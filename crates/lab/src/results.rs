@@ -280,7 +280,7 @@ pub struct VariantResult {
     /// that retransmission number (002 §5.3.4 Fig. 5.26, Table 5.6).
     pub retransmission_causes: Vec<CauseRow>,
     /// Dumbbell topologies: drop rate and utilisation of both bottleneck
-    /// directions, pooled over the runs (spec §10.5).
+    /// directions, pooled over the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<crate::fairness::BottleneckResult>,
     /// Echo workloads: response times (request sent -> echo delivered,

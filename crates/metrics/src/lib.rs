@@ -3,7 +3,7 @@
 //!
 //! Everything is computed from [`thinstream_base::trace::Record`]s, joined
 //! on units (SCTP: one unit per DATA chunk; TCP: one unit per byte), never
-//! from payloads. The definitions follow the documents (spec §9):
+//! from payloads. The definitions follow the documents:
 //!
 //! * ACK latency, transport- and application-layer delivery latency with
 //!   the one-way delay removed (002 §5.1.6, §5.1.9) — [`FlowAnalysis`],

@@ -230,7 +230,7 @@ fn three_or_more_group() {
 }
 
 // 100 messages of one 100-byte chunk; 5 of them retransmitted once:
-// ω = 10 500, unique = 10 000 → tohd = 500 / 10 500 = 0.05/1.05 ≈ 4.76% (spec §13.9).
+// ω = 10 500, unique = 10 000 → tohd = 500 / 10 500 = 0.05/1.05 ≈ 4.76%.
 // 105 packets sent, 100 received → loss (eq. 5.1) = 5/105; sender-only (eq. 5.2) = 5/105 too.
 #[test]
 fn tohd_and_loss() {

@@ -1,7 +1,7 @@
 //! The head-of-line blocking model of 001 §III (Scharf & Kiesel), equations
 //! (1)-(5), written exactly as the paper states them.
 //!
-//! Symbols (001 §III.A; spec §8.1), with the units used here:
+//! Symbols (001 §III.A), with the units used here:
 //!
 //! | paper | here | meaning |
 //! |---|---|---|
@@ -88,7 +88,7 @@ pub fn detection_time_sctp(rtt: Duration, rto: Duration, d: Duration) -> Duratio
 
 /// Eq. (1) with the number of missing reports that triggers fast retransmit
 /// as a parameter: `D = min(RTT + k·d, RTO + max(RTT − d, 0))`. Not in 001:
-/// the paper uses `k = 3`; lksctp of the time needed 4 (spec §13.3), and
+/// the paper uses `k = 3`; lksctp of the time needed 4, and
 /// `k = 4` gives `D = 60 ms` and `M = 6` on the 001 testbed, the `M` the
 /// paper measured (§IV.B). `k = 3` is exactly [`detection_time_sctp`].
 pub fn detection_time_with_reports(

@@ -1,8 +1,8 @@
 //! The event queue: keys ordered by (virtual time, insertion sequence).
 //!
 //! Two events due at the same instant pop in the order they were pushed, so a
-//! run never depends on how a container happens to break ties (the smoltcp
-//! netsim and TigerBeetle habit, examples-to-follow habit 7). Payloads live
+//! run never depends on how a container happens to break ties (as in smoltcp's
+//! network simulator and TigerBeetle's deterministic simulation). Payloads live
 //! in a slab beside the keys so ordering moves 16-byte keys, not datagrams:
 //! the time, and one word holding the sequence number above the slot index
 //! (the sequence numbers are unique, so the slot bits never decide an order).

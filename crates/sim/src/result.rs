@@ -12,7 +12,7 @@ use thinstream_base::trace::Record;
 use thinstream_base::{Instant, Seed};
 use thinstream_link::{LinkConfig, LinkStats};
 
-/// The master seed and everything derived from it (examples-to-follow habit 7).
+/// The master seed and everything derived from it by name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunHeader {
     pub master: Seed,

@@ -1,4 +1,4 @@
-//! Bursty signalling traffic of 003 §3 (Table 1; spec §10.3).
+//! Bursty signalling traffic of 003 §3 (Table 1).
 //!
 //! Three patterns, each a fixed number of bursts (12 in 003: the first two are
 //! discarded by the measurement, 003 §4.1 footnote 3, which is the metric's

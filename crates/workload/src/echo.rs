@@ -14,7 +14,7 @@
 //! immediately writes a message of the same size back on the same stream (or
 //! connection index), with the same `unordered` flag. The response time of a
 //! request is the instant its echo is delivered to the requester minus the
-//! request's `at`, 001's metric (spec §9.9).
+//! request's `at`, 001's metric.
 
 use thinstream_base::{Duration, Instant, Rng};
 

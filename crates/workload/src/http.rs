@@ -1,4 +1,4 @@
-//! HTTP-like cross traffic (000 §6.2; 002 §5.1.3, §5.2.2; spec §10.5).
+//! HTTP-like cross traffic (000 §6.2; 002 §5.1.3, §5.2.2).
 //!
 //! A population of web clients (81 in the documents: "the number of different
 //! delays that one netem instance can assign") each start transfers

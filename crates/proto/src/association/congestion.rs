@@ -111,7 +111,7 @@ impl Congestion {
     /// acknowledged, +1 % of cwnd per RTT) in congestion avoidance; slow
     /// start and the "fully utilized" condition as in §7.2.1/§7.2.2. The
     /// literal per-ACK `+0.01*cwnd` would grow exponentially within an RTT
-    /// (spec §7, §13 item 17) and is not used.
+    /// and is not used.
     pub fn scalable_on_ack(&mut self, ack: &AckInfo) {
         if ack.in_fast_recovery || self.cwnd <= self.ssthresh {
             self.rfc_on_ack(ack);

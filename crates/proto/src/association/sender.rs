@@ -1762,7 +1762,7 @@ impl Association {
     }
 
     /// Mechanism hook: redundant copies of outstanding chunks in front of
-    /// the new data just added (spec §5.6, 002 App. F
+    /// the new data just added (002 App. F
     /// `thin_bundling_outstanding`): the packet already holds its new data;
     /// every in-flight (not gap-acked, not marked) chunk older than it is
     /// spliced in front, oldest first, while it fits in the PMTU and the

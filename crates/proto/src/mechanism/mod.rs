@@ -2,7 +2,7 @@
 //! thin-stream mechanisms that change them.
 //!
 //! The association core never hard-codes a rule that a thin-stream mechanism
-//! (design.md "Mechanisms"; spec §5) changes. Instead it asks [`Mechanisms`]
+//! changes. Instead it asks [`Mechanisms`]
 //! through one method per decision, with a [`SenderView`] of the sender
 //! state. With `Mechanisms::default()` every method returns the RFC 9260
 //! answer; each switch is a public field, so a preset is a value, never a
@@ -47,7 +47,7 @@
 //! - **restart** (002 §4.2.4): when a SACK advances the cumulative ack with
 //!   data still outstanding, T3 expires at `earliest send time of a chunk
 //!   in flight + RTO`, or at once if that is past. Not gated by thin.
-//! - **lt** (002 §4.2.5): the patch's semantics (spec §13 item 4): while
+//! - **lt** (002 §4.2.5): the patch's semantics: while
 //!   thin the RTO is not doubled on T3 expiry (not recomputed either, unlike
 //!   the TCP version). Because the packet list counts every retransmission
 //!   as a packet in flight until a gap-free SACK, a chunk lost four times in
@@ -58,7 +58,7 @@
 //! - **bfr** (002 §4.2.7): on a fast retransmit while thin every chunk in
 //!   flight is queued too (`BundledOnRetransmit`); the packetizer fills the
 //!   first packet up to the PMTU, the rest follows as cwnd allows (the
-//!   standard accounting of spec §1.6).
+//!   standard accounting of RFC 9260 §7.2).
 //! - **rdb** (002 §4.2.8, App. F): only on packets with new data and no
 //!   retransmission; the chunks in flight older than the new data are
 //!   spliced in front, oldest first, stopping at the first that does not
@@ -97,7 +97,7 @@
 //!   §7.2.4 once-only rule, which keeps it from firing every RTT for a chunk
 //!   lost twice), and cwnd is reduced by one MTU (not below one MTU) with no
 //!   slow start and no ssthresh change ("reduces the congestion window by
-//!   one", unit not stated, spec §13 item 19).
+//!   one", the unit not stated; we read it as one MTU).
 //!   The timer never runs shorter than `efr_min`, 250 ms by default: that
 //!   is FreeBSD's minimum early-fast-retransmit timer
 //!   (`net.inet.sctp.early_fast_retran_msec`, "the minimum amount of time
@@ -116,7 +116,7 @@
 //! - **stcp** (004 §4 eq. 1 read as 002 §3.1.8 states Scalable TCP):
 //!   `+0.01*MTU` per MTU acknowledged in congestion avoidance (+1 % of cwnd
 //!   per RTT), not the literal `+0.01*cwnd` per ACK, which would grow
-//!   exponentially (spec §7, §13 item 17).
+//!   exponentially within one round trip.
 //! - Per association: [`crate::Association::set_mechanisms`],
 //!   [`crate::Endpoint::set_mechanisms`].
 
@@ -209,11 +209,11 @@ pub enum NewDataBundling {
     Nothing,
     /// Outstanding, not gap-acknowledged chunks first (oldest first, as many
     /// as fit, at most `max_bytes` payload in the packet in total), then the
-    /// new data (spec §5.6; recorded as [`TxReason::RedundantBundle`]).
+    /// new data (recorded as [`TxReason::RedundantBundle`]).
     OutstandingFirst { max_bytes: Option<u32> },
 }
 
-/// Early Retransmit variant (spec §6.2, §6.3).
+/// Early Retransmit variant (003 §2.2, §2.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EarlyRetransmit {
@@ -427,8 +427,8 @@ impl Mechanisms {
     }
 
     /// §6.3.3 E2: "set RTO <- RTO * 2 ('back off the timer')", capped by
-    /// RTO.max (§6.3.1 C7). 002 §4.2.5 (App. F patch semantics, spec §13
-    /// item 4): while thin the RTO is left unchanged.
+    /// RTO.max (§6.3.1 C7). 002 §4.2.5 (the App. F patch's
+    /// semantics): while thin the RTO is left unchanged.
     pub fn t3_backoff(&self, view: &SenderView, rto: Duration, rto_max: Duration) -> Duration {
         if self.linear_timeouts && view.thin {
             rto.min(rto_max)

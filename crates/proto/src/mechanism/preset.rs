@@ -39,8 +39,7 @@
 //! - `linux`: unmodified lksctp of the documents' era (Linux 2.6.16):
 //!   RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s (000 §4, 002 §3.3.3),
 //!   delayed SACK on with 200 ms (002 §3.4 item 1: "with no option to
-//!   disable"), fast retransmit after **3** missing reports. Why 3 (spec
-//!   §13 item 3): the 2.6.16.13 code the thin-stream patch replaces is
+//!   disable"), fast retransmit after **3** missing reports. Why 3: the 2.6.16.13 code the thin-stream patch replaces is
 //!   `if (chunk->tsn_missing_report >= 3)` (002 App. F outqueue.c lines
 //!   880-885), and the count is incremented once per SACK, in the same
 //!   walk (`sctp_mark_missing`), for each chunk below the highest TSN
@@ -103,7 +102,7 @@ pub struct CatalogueEntry {
     pub token: &'static str,
     pub kind: TokenKind,
     pub summary: &'static str,
-    /// Document section it comes from (spec section in brackets).
+    /// Document section it comes from (keys of docs/references.md).
     pub source: &'static str,
 }
 
@@ -126,26 +125,26 @@ use TokenKind::{Base, Parameter, Switch};
 /// Every base, switch and parameter the preset grammar accepts.
 pub const CATALOGUE: &[CatalogueEntry] = &[
     entry("rfc", Base, "RFC 9260 defaults: RTO 1 s/1 s/60 s, FR after 3 reports, delayed SACK 200 ms", "RFC 9260 §16"),
-    entry("linux", Base, "lksctp 2.6.16: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s, delayed SACK 200 ms, FR after 3 reports (+frt=4: 2.6.15)", "000 §4, §5.1; 002 §3.3.3, App. F [spec 1.4, 13.3]"),
-    entry("lksctp-mod", Base, "linux + timer-restart correction (the patched kernel every modified variant ran on)", "002 §5.3.2 [spec 5.8]"),
-    entry("thin", Base, "linux + thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2 [spec 5]"),
+    entry("linux", Base, "lksctp 2.6.16: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s, delayed SACK 200 ms, FR after 3 reports (+frt=4: 2.6.15)", "000 §4, §5.1; 002 §3.3.3, App. F"),
+    entry("lksctp-mod", Base, "linux + timer-restart correction (the patched kernel every modified variant ran on)", "002 §5.3.2"),
+    entry("thin", Base, "linux + thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2"),
     entry("production", Base, "recommended: RFC timers + thin set + rdb + iflag, rtt-per-sack, rttvar-min=10, ctl-seed, hs-rtt, t3-wait, thin-rate", "mechanism::rtt"),
-    entry("lt", Switch, "linear timeouts: no RTO doubling on T3 expiry while thin", "002 §4.2.5, App. F [spec 5.3, 13.4]"),
-    entry("minrto", Switch, "RTO floor 200 ms instead of RTO.Min while thin (applied when the RTO is recomputed)", "002 §4.2.3 [spec 5.1]"),
-    entry("mfr", Switch, "modified fast retransmit: FR on the first missing report while thin", "002 §4.2.6 [spec 5.4]"),
-    entry("restart", Switch, "timer-restart correction: T3 expires one RTO after the oldest outstanding chunk was sent (not gated by thin)", "002 §4.2.4 [spec 5.2]"),
-    entry("bfr", Switch, "bundling on fast retransmit: while thin, FR also resends every outstanding chunk not gap-acked", "002 §4.2.7 [spec 5.5]"),
-    entry("rdb", Switch, "redundant data bundling: new packets also carry the oldest unacked, not gap-acked chunks that fit (while thin)", "002 §4.2.8, App. F, §7.3 [spec 5.6]"),
-    entry("er-byte", Switch, "Early Retransmit, byte-based: ownd < (frt+1) SMSS (4 with frt=3), nothing new to send, FR when ownd - SMSS bytes acked", "003 §2.2; RFC 5827 [spec 6.2]"),
-    entry("er-packet", Switch, "Early Retransmit, packet-based: opkt < frt+1 (4 with frt=3), nothing new to send, FR when opkt - 1 packets acked", "003 §2.3 [spec 6.3]"),
-    entry("efr", Switch, "FreeBSD early fast retransmit: timer SRTT + RTTVAR while flight < cwnd, resend what could have been acked, cwnd -= 1 MTU", "000 §2; 002 §3.8.3 [spec 6.1]"),
-    entry("cc004", Switch, "congestion decrease to 0.875 cwnd instead of 1/2", "004 §4 eq. 2 [spec 7, 13.17]"),
-    entry("stcp", Switch, "Scalable-TCP increase in congestion avoidance: +0.01 MTU per MTU acked", "004 §4 eq. 1; 002 §3.1.8 [spec 7, 13.17]"),
-    entry("all", Switch, "the thin set: thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2 [spec 5]"),
-    entry("thin-tcp", Switch, "thin test in the TCP form: packets in flight < pttfr + 1 (4), no loss adjustment", "002 §4.1.1, App. E [spec 2.1]"),
-    entry("thin-detect", Switch, "track and trace the thin verdict (Record::Thin) without changing behaviour", "002 §4.2.1 [spec 2.2]"),
-    entry("rdb-iat", Switch, "RDB only when the message inter-arrival time exceeds SRTT", "002 §7.3 [spec 4.3.5]"),
-    entry("rdb-always", Switch, "RDB not gated by the thin test (the TCP variant's behaviour)", "002 §4.1.5, §7.3 [spec 4.3]"),
+    entry("lt", Switch, "linear timeouts: no RTO doubling on T3 expiry while thin", "002 §4.2.5, App. F"),
+    entry("minrto", Switch, "RTO floor 200 ms instead of RTO.Min while thin (applied when the RTO is recomputed)", "002 §4.2.3"),
+    entry("mfr", Switch, "modified fast retransmit: FR on the first missing report while thin", "002 §4.2.6"),
+    entry("restart", Switch, "timer-restart correction: T3 expires one RTO after the oldest outstanding chunk was sent (not gated by thin)", "002 §4.2.4"),
+    entry("bfr", Switch, "bundling on fast retransmit: while thin, FR also resends every outstanding chunk not gap-acked", "002 §4.2.7"),
+    entry("rdb", Switch, "redundant data bundling: new packets also carry the oldest unacked, not gap-acked chunks that fit (while thin)", "002 §4.2.8, App. F, §7.3"),
+    entry("er-byte", Switch, "Early Retransmit, byte-based: ownd < (frt+1) SMSS (4 with frt=3), nothing new to send, FR when ownd - SMSS bytes acked", "003 §2.2; RFC 5827"),
+    entry("er-packet", Switch, "Early Retransmit, packet-based: opkt < frt+1 (4 with frt=3), nothing new to send, FR when opkt - 1 packets acked", "003 §2.3"),
+    entry("efr", Switch, "FreeBSD early fast retransmit: timer SRTT + RTTVAR while flight < cwnd, resend what could have been acked, cwnd -= 1 MTU", "000 §2; 002 §3.8.3"),
+    entry("cc004", Switch, "congestion decrease to 0.875 cwnd instead of 1/2", "004 §4 eq. 2"),
+    entry("stcp", Switch, "Scalable-TCP increase in congestion avoidance: +0.01 MTU per MTU acked", "004 §4 eq. 1; 002 §3.1.8"),
+    entry("all", Switch, "the thin set: thin detection, minrto, restart, lt, mfr, bfr", "002 §4.2"),
+    entry("thin-tcp", Switch, "thin test in the TCP form: packets in flight < pttfr + 1 (4), no loss adjustment", "002 §4.1.1, App. E"),
+    entry("thin-detect", Switch, "track and trace the thin verdict (Record::Thin) without changing behaviour", "002 §4.2.1"),
+    entry("rdb-iat", Switch, "RDB only when the message inter-arrival time exceeds SRTT", "002 §7.3"),
+    entry("rdb-always", Switch, "RDB not gated by the thin test (the TCP variant's behaviour)", "002 §4.1.5, §7.3"),
     entry("iflag", Switch, "SACK-IMMEDIATELY flag (I bit) on DATA packets while thin", "RFC 7053; mechanism::rtt"),
     entry("rtt-karn", Switch, "RTT: one timed chunk, no sample if sent more than once (Karn)", "RFC 9260 §6.3.1 C4/C5"),
     entry("rtt-first-ack", Switch, "RTT: the timed chunk's first ack counts even if it was resent (the documents' lksctp)", "000 §8"),
@@ -154,17 +153,17 @@ pub const CATALOGUE: &[CatalogueEntry] = &[
     entry("hs-rtt", Switch, "seed the RTO from the handshake round trip", "mechanism::rtt"),
     entry("t3-wait", Switch, "postpone a T3 expiry once while a newer packet's SACK is still expected", "mechanism::rtt"),
     entry("thin-rate", Switch, "thin test: packets with new data sent within one SRTT < pttfr + 1", "mechanism::rtt"),
-    entry("nodelack", Switch, "receiver: delayed SACK off (every DATA packet SACKed at once)", "000 §6; 002 §5.3 [spec 1.5]"),
-    entry("pttfr=N", Parameter, "packets to trigger FR in the thin formula (pttfr + 1)/(1 - lossrate); default 3", "002 eq. 4.2 [spec 2.2]"),
-    entry("thin-limit=N", Parameter, "fixed thin threshold: thin while packets in flight < N", "002 §4.2.1, §7.3 [spec 2]"),
-    entry("rdb-bytes=N", Parameter, "RDB on, packet payload (new + bundled) at most N bytes", "002 §4.1.5 Table 4.1 [spec 4.3.4]"),
-    entry("rdb-pif=N", Parameter, "RDB on, but not with more than N packets in flight", "002 §7.3 [spec 4.3.5]"),
-    entry("frt=N", Parameter, "missing reports that trigger fast retransmit", "RFC 9260 §7.2.4; RFC 2960 [spec 1.4]"),
-    entry("delack=MS", Parameter, "receiver: delayed SACK on with this timeout", "RFC 9260 §6.2 [spec 1.5]"),
+    entry("nodelack", Switch, "receiver: delayed SACK off (every DATA packet SACKed at once)", "000 §6; 002 §5.3"),
+    entry("pttfr=N", Parameter, "packets to trigger FR in the thin formula (pttfr + 1)/(1 - lossrate); default 3", "002 eq. 4.2"),
+    entry("thin-limit=N", Parameter, "fixed thin threshold: thin while packets in flight < N", "002 §4.2.1, §7.3"),
+    entry("rdb-bytes=N", Parameter, "RDB on, packet payload (new + bundled) at most N bytes", "002 §4.1.5 Table 4.1"),
+    entry("rdb-pif=N", Parameter, "RDB on, but not with more than N packets in flight", "002 §7.3"),
+    entry("frt=N", Parameter, "missing reports that trigger fast retransmit", "RFC 9260 §7.2.4; RFC 2960"),
+    entry("delack=MS", Parameter, "receiver: delayed SACK on with this timeout", "RFC 9260 §6.2"),
     entry("rto-min=MS", Parameter, "RTO.Min", "RFC 9260 §16"),
     entry("rto-initial=MS", Parameter, "RTO.Initial", "RFC 9260 §16"),
     entry("rto-max=MS", Parameter, "RTO.Max", "RFC 9260 §16"),
-    entry("thin-minrto=MS", Parameter, "the thin RTO floor of minrto (default 200)", "002 §4.2.3 [spec 5.1]"),
+    entry("thin-minrto=MS", Parameter, "the thin RTO floor of minrto (default 200)", "002 §4.2.3"),
     entry("rttvar-min=MS", Parameter, "RTTVAR floor after each RTT sample", "mechanism::rtt"),
     entry("efr-min=MS", Parameter, "minimum early fast retransmit timer (default 250, FreeBSD's)", "000 §2; mechanism docs"),
 ];

@@ -1,5 +1,4 @@
-//! Thin-stream detection (seed 002 §4.2.1, Fig. 4.15, App. F; 000 §5.1;
-//! spec §2.2).
+//! Thin-stream detection (seed 002 §4.2.1, Fig. 4.15, App. F; 000 §5.1).
 //!
 //! SCTP has no packet count of its own (chunks are re-bundled freely), so,
 //! as the App. F patch does, one record per transmitted packet that carries
@@ -16,7 +15,7 @@
 //! - on a SACK without gap blocks: remove every record whose highest TSN is
 //!   cumulatively acknowledged (decrementing `packets_in_flight` unless it
 //!   was gap-acked). A SACK with gap blocks removes nothing: a patch quirk
-//!   (spec §13 item 7) kept here on purpose, so the count matches the
+//!   kept here on purpose, so the count matches the
 //!   documents' kernel;
 //! - on a T3-rtx timeout: mark lost every record not gap-acked and not yet
 //!   lost that was sent more than `min_rtt + 10 ms` ago.
@@ -25,7 +24,8 @@
 //! whole percent, truncated, capped at 99 so the division is defined):
 //! `threshold = (pttfr+1) * (1000000 / (10000 - L*100)) / 100`, i.e.
 //! `(pttfr + 1)/(1 - lossrate)` truncated. It starts at `pttfr + 1` = 4 (the
-//! patch never initialises it; spec §2.2 and §13 item 2). The test is the
+//! patch never initialises it, so we start from its first computed value
+//! with no loss). The test is the
 //! code's strict `packets_in_flight < threshold`.
 //!
 //! [`ThinRule::TcpPacketsOut`] is the TCP form of 002 §4.1.1 (`packets_out <
