@@ -78,6 +78,13 @@ def test_bad_input_raises_value_error():
         thinstream.Link("delay 50 loss 5")  # units missing
 
 
+def test_version_is_the_installed_package_version():
+    from importlib.metadata import version
+
+    assert thinstream.__version__ == version("thinstream")
+    assert thinstream.__version__[0].isdigit()
+
+
 def test_presets_links_and_model():
     assert {"rfc", "linux", "thin", "production"} <= set(thinstream.presets())
     assert thinstream.preset("thin")["rto_min_ms"] == 1000.0

@@ -24,7 +24,15 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from . import _native
 
+try:
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    __version__ = _version("thinstream")
+except PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "Results",
     "run",
     "load",
