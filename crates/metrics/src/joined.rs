@@ -144,7 +144,10 @@ struct Open {
 #[derive(Clone, Debug, Default)]
 struct Samples {
     exact: Vec<(u64, u32, u64)>,
-    hist: Option<LatencyHistogram>,
+    /// Boxed: a flow's kinds that never reach the sample limit (most, in a
+    /// run of many short flows) then take a word each instead of the
+    /// histogram's few hundred bytes.
+    hist: Option<Box<LatencyHistogram>>,
     /// `min-observed`: the one-way delay removed from the histogram's
     /// values so far (the smallest seen when they were recorded).
     base: Duration,
@@ -987,12 +990,12 @@ impl FlowStream {
                 h.record(r, v.saturating_sub(s.base).as_nanos());
             }
             s.exact.shrink_to_fit();
-            s.hist = Some(h);
+            s.hist = Some(Box::new(h));
         }
         match &mut s.hist {
             Some(h) => {
                 if provisional && min < s.base {
-                    *h = h.shifted_up(s.base - min);
+                    **h = h.shifted_up(s.base - min);
                     s.base = min;
                 }
                 let v = corrected_now(owd, kind, raw).saturating_sub(s.base);
@@ -1225,7 +1228,7 @@ impl FlowStream {
                     hist,
                     base,
                 } = self.samples.remove(k).unwrap_or_default();
-                if let Some(h) = hist {
+                if let Some(h) = hist.map(|h| *h) {
                     // `base` is 0 or the provisional one-way delay, which
                     // is at least the final one.
                     let h = if base > owd {
