@@ -85,6 +85,13 @@ pub(crate) struct Args {
     /// of a pair per client.
     #[arg(long, conflicts_with = "tun")]
     shared_links: bool,
+    /// Never sleep: poll sockets and clock continuously, so releases leave
+    /// within microseconds of their time instead of after the OS's wake-up
+    /// latency. Keeps one core busy for the whole run, traffic or not: use
+    /// it where a core is free (on a 2-core machine it slows the programs
+    /// being measured instead).
+    #[arg(long, conflicts_with = "tun")]
+    busy_poll: bool,
     /// Allow --listen/--to outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     allow_non_loopback: bool,
@@ -120,6 +127,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         max_clients: args.max_clients as usize,
         link_seeds: None,
         shared_links: args.shared_links,
+        busy_poll: args.busy_poll,
     };
     // One thread: the relay loop is one task and one core.
     let rt = tokio::runtime::Builder::new_current_thread()

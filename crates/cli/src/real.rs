@@ -994,6 +994,7 @@ async fn real_run(
         link_seeds: Some((forward_seed, reverse_seed)),
         // The scenario's two links carry every flow, as in the simulator.
         shared_links: true,
+        busy_poll: false,
     })?;
     let relay = emulator.local_addr();
     let (stop_emulator, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -154,19 +154,44 @@ fn receive(sink: &UdpSocket, n: u64, idle: Duration, base: Instant) -> Vec<(u64,
 #[test]
 fn added_delay_is_accurate() {
     let _serial = serial();
-    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let emu = Emu::start(
-        sink.local_addr().unwrap(),
-        &[
-            "--forward",
-            "delay 20ms",
-            "--count",
-            "2000",
-            "--duration",
-            "60s",
-        ],
-        "delay.json",
+    delay_run(&[], "delay.json");
+}
+
+#[test]
+fn added_delay_is_accurate_with_busy_polling() {
+    let _serial = serial();
+    let report = delay_run(&["--busy-poll"], "delay-busy.json");
+    eprintln!(
+        "busy polling: release error {}",
+        report["forward"]["release_error"]
     );
+    // A busy-polling emulator with nothing to relay still stops on Ctrl-C.
+    let idle = Emu::start(
+        "127.0.0.1:9".parse().unwrap(),
+        &["--busy-poll", "--duration", "60s"],
+        "busy-idle.json",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let r = idle.interrupt();
+    assert_eq!(r["stopped_by"], "signal");
+    assert_eq!(u(&r["forward"]["received"]["packets"]), 0);
+}
+
+/// 2000 datagrams at 4 per ms through `delay 20ms` (with `extra` emulator
+/// arguments): each arrives once, never early, on time at the median;
+/// returns the emulator's report.
+fn delay_run(extra: &[&str], json: &str) -> serde_json::Value {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut args = vec![
+        "--forward",
+        "delay 20ms",
+        "--count",
+        "2000",
+        "--duration",
+        "60s",
+    ];
+    args.extend_from_slice(extra);
+    let emu = Emu::start(sink.local_addr().unwrap(), &args, json);
     let base = Instant::now();
     let to = emu.addr;
     // 2000 datagrams at 4 per ms.
@@ -203,6 +228,7 @@ fn added_delay_is_accurate() {
     assert!(p50_us < 1000.0, "release error p50 {p50_us} us");
     assert!(p99_us < 20_000.0, "release error p99 {p99_us} us");
     assert_eq!(report["stopped_by"], "count");
+    report
 }
 
 /// One run of 5000 datagrams through `loss 10%` with seed 42: the sequence

@@ -7,7 +7,8 @@
 //! cargo run --release -p thinstream --example emulate_load -- \
 //!     --bin target/release/thinstream --rate 10000 --seconds 10 --link "delay 20ms"
 //! ```
-//! `--rate 0` sends as fast as one thread can. Everything stays on
+//! `--rate 0` sends as fast as one thread can; `--emulate-arg ARG` (repeatable)
+//! passes ARG to `thinstream emulate` (e.g. `--emulate-arg --busy-poll`). Everything stays on
 //! 127.0.0.1; the run is bounded by `--seconds`.
 
 #![allow(
@@ -27,6 +28,8 @@ struct Args {
     size: usize,
     link: String,
     delay_us: u64,
+    /// Extra arguments for `thinstream emulate` (e.g. `--busy-poll`).
+    emulate_args: Vec<String>,
 }
 
 fn args() -> Args {
@@ -37,6 +40,7 @@ fn args() -> Args {
         size: 100,
         link: "delay 20ms".into(),
         delay_us: 20_000,
+        emulate_args: Vec::new(),
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -49,6 +53,7 @@ fn args() -> Args {
             "--size" => a.size = x.parse().expect("--size N"),
             "--link" => a.link = x,
             "--delay-us" => a.delay_us = x.parse().expect("--delay-us N"),
+            "--emulate-arg" => a.emulate_args.push(x),
             o => panic!("unknown option {o}"),
         }
         i += 2;
@@ -77,6 +82,7 @@ fn main() {
         .args(["--forward", &a.link, "-q", "--json"])
         .arg(&json)
         .args(["--duration", &format!("{}s", a.seconds + 3)])
+        .args(&a.emulate_args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("emulator starts");

@@ -83,6 +83,13 @@ pub struct EmulatorConfig {
     /// One forward and one reverse link for all clients (each still has
     /// its own upstream socket), instead of a pair per client.
     pub shared_links: bool,
+    /// Never sleep: poll the sockets and the clock continuously (the thread
+    /// keeps a core busy, with or without traffic). Releases then leave
+    /// within microseconds of their time, without the operating system's
+    /// wake-up latency; on a machine without a core to spare the programs
+    /// beside the emulator lose that core instead (measured in
+    /// `bench/emulate`'s notes, README "emulate").
+    pub busy_poll: bool,
 }
 
 /// Why the emulator could not start.
@@ -748,6 +755,13 @@ impl Emulator {
                 (n, e) => n.or(e),
             };
             match wake {
+                _ if self.config.busy_poll => {
+                    tokio::select! {
+                        biased;
+                        () = &mut stop => stop_fired = true,
+                        () = tokio::task::yield_now() => {}
+                    }
+                }
                 Some(w) if w.saturating_duration_since(now) <= SPIN_MARGIN => {
                     // Poll without sleeping; yielding to the runtime also
                     // lets it look at signals and other tasks.
