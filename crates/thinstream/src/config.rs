@@ -323,9 +323,12 @@ impl EndpointConfig {
     /// without the wake-up of a sleeping thread (tens of microseconds, more
     /// for an idle CPU or a virtual machine), which trims the tail of round
     /// trips on fast paths such as loopback or a LAN. It costs CPU (up to
-    /// `window` per burst sent) and, on a single-threaded runtime, holds
-    /// the other tasks back for that long, so it is off by default; 50-200
-    /// µs suits a request/response thin stream on a LAN.
+    /// `window` per burst sent), so it is off by default; 50-200 µs suits a
+    /// request/response thin stream on a LAN. The other tasks of the
+    /// runtime run between two reads, and an application's send ends the
+    /// window at once, so even a window longer than the gap between
+    /// messages delays nothing (it then keeps the thread polling: a core
+    /// busy for as long as the traffic lasts).
     pub fn busy_poll(&mut self, window: Option<std::time::Duration>) -> &mut Self {
         self.busy_poll = window.filter(|w| !w.is_zero());
         self

@@ -442,3 +442,52 @@ async fn busy_polling_endpoints_answer_each_other() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_busy_poll_window_holds_back_no_other_task() {
+    // Both endpoints and both applications share one thread, and the
+    // client polls for 2 s after every send: far longer than a round trip.
+    // The other tasks must still run while it polls (the server answering,
+    // the client's application sending its next message), so 20 round
+    // trips take a small part of one window, not a window each.
+    let server = Endpoint::bind(v4(), EndpointConfig::server()).unwrap();
+    let mut client_cfg = EndpointConfig::client();
+    client_cfg.busy_poll(Some(Duration::from_secs(2)));
+    let client = Endpoint::bind(v4(), client_cfg).unwrap();
+    let (a, b) = tokio::join!(
+        client.connect(server.local_addr(), AssociationConfig::default()),
+        async { server.accept().await.unwrap().accept().unwrap() }
+    );
+    let a = a.unwrap();
+    let echo = tokio::spawn(async move {
+        while let Ok(m) = b.recv().await {
+            if b.send(m.stream, m.data, SendOptions::default())
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let start = tokio::time::Instant::now();
+    for i in 0..20u32 {
+        a.send(0, i.to_be_bytes().to_vec(), SendOptions::default())
+            .await
+            .unwrap();
+        let m = timeout(Duration::from_secs(10), a.recv())
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert_eq!(&m.data[..], &i.to_be_bytes()[..]);
+    }
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "20 round trips took {took:?} with a 2-s busy-poll window"
+    );
+    assert_eq!(a.close().await, AssociationError::Closed);
+    timeout(Duration::from_secs(5), echo)
+        .await
+        .unwrap()
+        .unwrap();
+}
