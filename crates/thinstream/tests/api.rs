@@ -401,21 +401,22 @@ async fn packet_size_follows_the_loopback_route_unless_fixed() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn busy_polling_endpoints_answer_each_other() {
-    // Both ends poll after every send; each answer must still come from the
-    // other end's task (a poller that kept the CPU would starve it).
-    let mut server_cfg = EndpointConfig::server();
-    server_cfg.busy_poll(Some(Duration::from_micros(200)));
-    let mut client_cfg = EndpointConfig::client();
-    client_cfg.busy_poll(Some(Duration::from_micros(200)));
+/// A client association to a server whose task echoes every message back;
+/// the endpoints are returned so they live as long as the caller needs.
+async fn echo_pair(
+    server_cfg: EndpointConfig,
+    client_cfg: EndpointConfig,
+) -> (
+    thinstream::Association,
+    tokio::task::JoinHandle<()>,
+    (Endpoint, Endpoint),
+) {
     let server = Endpoint::bind(v4(), server_cfg).unwrap();
     let client = Endpoint::bind(v4(), client_cfg).unwrap();
     let (a, b) = tokio::join!(
         client.connect(server.local_addr(), AssociationConfig::default()),
         async { server.accept().await.unwrap().accept().unwrap() }
     );
-    let a = a.unwrap();
     let echo = tokio::spawn(async move {
         while let Ok(m) = b.recv().await {
             if b.send(m.stream, m.data, SendOptions::default())
@@ -426,6 +427,18 @@ async fn busy_polling_endpoints_answer_each_other() {
             }
         }
     });
+    (a.unwrap(), echo, (server, client))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_polling_endpoints_answer_each_other() {
+    // Both ends poll after every send; each answer must still come from the
+    // other end's task (a poller that kept the CPU would starve it).
+    let mut server_cfg = EndpointConfig::server();
+    server_cfg.busy_poll(Some(Duration::from_micros(200)));
+    let mut client_cfg = EndpointConfig::client();
+    client_cfg.busy_poll(Some(Duration::from_micros(200)));
+    let (a, echo, _endpoints) = echo_pair(server_cfg, client_cfg).await;
     for i in 0..200u32 {
         a.send(0, i.to_be_bytes().to_vec(), SendOptions::default())
             .await
@@ -450,25 +463,9 @@ async fn a_busy_poll_window_holds_back_no_other_task() {
     // The other tasks must still run while it polls (the server answering,
     // the client's application sending its next message), so 20 round
     // trips take a small part of one window, not a window each.
-    let server = Endpoint::bind(v4(), EndpointConfig::server()).unwrap();
     let mut client_cfg = EndpointConfig::client();
     client_cfg.busy_poll(Some(Duration::from_secs(2)));
-    let client = Endpoint::bind(v4(), client_cfg).unwrap();
-    let (a, b) = tokio::join!(
-        client.connect(server.local_addr(), AssociationConfig::default()),
-        async { server.accept().await.unwrap().accept().unwrap() }
-    );
-    let a = a.unwrap();
-    let echo = tokio::spawn(async move {
-        while let Ok(m) = b.recv().await {
-            if b.send(m.stream, m.data, SendOptions::default())
-                .await
-                .is_err()
-            {
-                break;
-            }
-        }
-    });
+    let (a, echo, _endpoints) = echo_pair(EndpointConfig::server(), client_cfg).await;
     let start = tokio::time::Instant::now();
     for i in 0..20u32 {
         a.send(0, i.to_be_bytes().to_vec(), SendOptions::default())
