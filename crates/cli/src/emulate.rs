@@ -17,10 +17,12 @@ pub(crate) struct Args {
     // Fields are read by `emulate_tun` too.
     /// Address the client sends to (port 0: any free port; the bound address
     /// is printed on the first line of output).
-    #[arg(long, required_unless_present = "tun", conflicts_with = "tun")]
+    #[arg(long, required_unless_present = "tun", conflicts_with = "tun",
+          value_parser = crate::util::parse_socket_addr)]
     listen: Option<SocketAddr>,
     /// The server datagrams are relayed to.
-    #[arg(long, required_unless_present = "tun", conflicts_with = "tun")]
+    #[arg(long, required_unless_present = "tun", conflicts_with = "tun",
+          value_parser = crate::util::parse_socket_addr)]
     to: Option<SocketAddr>,
     /// Namespace mode (root only): create two network namespaces
     /// `ts-a-<pid>` (10.201.0.1) and `ts-b-<pid>` (10.201.0.2), each with a

@@ -22,7 +22,7 @@ use crate::oneway::{self, End, Group, Joiner, PPID_CONTROL, PPID_DATA};
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     /// Local UDP address to listen on (SCTP over UDP, RFC 6951).
-    #[arg(long, default_value = "127.0.0.1:9899")]
+    #[arg(long, default_value = "127.0.0.1:9899", value_parser = crate::util::parse_socket_addr)]
     bind: SocketAddr,
     /// Send every message back on the stream it came from (the default).
     #[arg(long, conflicts_with = "discard")]

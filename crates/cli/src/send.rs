@@ -32,8 +32,9 @@ use thinstream_workload::{Generator, ProfileName, WorkloadConfig};
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// The listener's UDP address (SCTP over UDP, RFC 6951).
-    #[arg(long)]
+    /// The listener's UDP address (SCTP over UDP, RFC 6951): `IP:PORT` or
+    /// `NAME:PORT` (a name's first IPv4 address if it has one).
+    #[arg(long, value_parser = crate::util::parse_socket_addr)]
     to: SocketAddr,
     /// Number of messages to send (default 100 for the --iat workload;
     /// profiles, --workload and traces run until their end or --duration).
@@ -96,7 +97,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     result_timeout: Duration,
     /// Local UDP address (default: an ephemeral port on the matching loopback).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::util::parse_socket_addr)]
     bind: Option<SocketAddr>,
     /// The peer's SCTP port (usrsctp's echo_server uses 7).
     #[arg(long, default_value_t = 5000)]

@@ -8,6 +8,33 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::parse(s).map_err(|e| e.to_string())
 }
 
+/// `HOST:PORT`: an IP address and port (`127.0.0.1:9899`, `[::1]:9899`), or
+/// a name the system resolver knows and a port (`localhost:9899`). A name
+/// with both kinds of address gives its first IPv4 one (the listener's
+/// default, 127.0.0.1, is IPv4), else its first address.
+pub(crate) fn parse_socket_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    let expected = "expected HOST:PORT, e.g. 127.0.0.1:9899, [::1]:9899 or localhost:9899";
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!("{s:?} has no port ({expected})"));
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(format!("{s:?}: {expected}"));
+    }
+    let all: Vec<std::net::SocketAddr> = s
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host:?}: {e}"))?
+        .collect();
+    all.iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| all.first())
+        .copied()
+        .ok_or_else(|| format!("{host:?} resolves to no address"))
+}
+
 /// A message size: `N` bytes, or `MIN..MAX` (inclusive) for sizes drawn
 /// uniformly per message from the run's seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +102,39 @@ pub(crate) fn out(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn socket_addresses_and_names() {
+        // Addresses parse as they are; no resolver is asked.
+        assert_eq!(
+            parse_socket_addr("127.0.0.1:9899").unwrap(),
+            "127.0.0.1:9899".parse().unwrap()
+        );
+        assert_eq!(
+            parse_socket_addr("[::1]:7").unwrap(),
+            "[::1]:7".parse().unwrap()
+        );
+        // `localhost` comes from the hosts file (no query leaves the
+        // machine); its IPv4 address is preferred.
+        let a = parse_socket_addr("localhost:9899").unwrap();
+        assert!(a.ip().is_loopback(), "{a}");
+        assert_eq!(a.port(), 9899);
+        if a.is_ipv6() {
+            // Only where the hosts file has no IPv4 entry for it.
+            assert_eq!(a.ip(), std::net::Ipv6Addr::LOCALHOST);
+        }
+        // Malformed: said without resolving anything.
+        for bad in [
+            "localhost",
+            "localhost:",
+            ":9899",
+            "localhost:70000",
+            "127.0.0.1",
+        ] {
+            let e = parse_socket_addr(bad).unwrap_err();
+            assert!(e.contains("HOST:PORT"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn sizes() {

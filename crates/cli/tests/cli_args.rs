@@ -63,3 +63,27 @@ fn send_to_nobody_fails_cleanly() {
         .unwrap_or_else(|| panic!("no elapsed time in {text}"));
     assert!(elapsed >= 0.29, "elapsed {elapsed} s in {text}");
 }
+
+#[test]
+fn send_resolves_a_host_name() {
+    // `localhost` (from the hosts file) is resolved to its loopback
+    // address; nothing listens on port 1, so the association fails there.
+    let (code, text) = run(&[
+        "send",
+        "--to",
+        "localhost:1",
+        "--count",
+        "1",
+        "--connect-timeout",
+        "300ms",
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("no association with 127.0.0.1:1")
+            || text.contains("no association with [::1]:1"),
+        "{text}"
+    );
+    let (code, text) = run(&["send", "--to", "localhost", "--count", "1"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("has no port"), "{text}");
+}
