@@ -749,20 +749,16 @@ impl Emulator {
                 break;
             }
 
-            // 4. Wait: poll near a release, sleep otherwise.
+            // 4. Wait: poll near a release (always, when busy polling),
+            //    sleep otherwise.
             let wake = match (next, end) {
                 (Some(n), Some(e)) => Some(n.min(e)),
                 (n, e) => n.or(e),
             };
+            let poll = self.config.busy_poll
+                || wake.is_some_and(|w| w.saturating_duration_since(now) <= SPIN_MARGIN);
             match wake {
-                _ if self.config.busy_poll => {
-                    tokio::select! {
-                        biased;
-                        () = &mut stop => stop_fired = true,
-                        () = tokio::task::yield_now() => {}
-                    }
-                }
-                Some(w) if w.saturating_duration_since(now) <= SPIN_MARGIN => {
+                _ if poll => {
                     // Poll without sleeping; yielding to the runtime also
                     // lets it look at signals and other tasks.
                     tokio::select! {
