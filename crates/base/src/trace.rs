@@ -104,6 +104,13 @@ pub struct SentData {
     pub reason: TxReason,
 }
 
+/// The data pieces of one packet. Most packets of a thin stream carry one,
+/// so one is kept inline: recording a packet allocates nothing then.
+pub type SentPieces = smallvec::SmallVec<[SentData; 1]>;
+
+/// Builds [`SentPieces`] like `vec!` builds a vector.
+pub use smallvec::smallvec as pieces;
+
 /// One trace record. Sender-side and receiver-side records come from the
 /// endpoint that observed them; the driver (simulator or socket loop) knows
 /// which endpoint and flow that is.
@@ -126,7 +133,7 @@ pub enum Record {
     PacketSent {
         time: Instant,
         wire_bytes: u32,
-        data: Vec<SentData>,
+        data: SentPieces,
         control: u16,
     },
     /// Any packet that reached this endpoint and parsed.
@@ -219,7 +226,7 @@ mod tests {
         let r = Record::PacketSent {
             time: Instant::from_millis(5),
             wire_bytes: 148,
-            data: vec![SentData {
+            data: crate::trace::pieces![SentData {
                 units: Units::one(3),
                 bytes: 100,
                 reason: TxReason::FastRetransmit,

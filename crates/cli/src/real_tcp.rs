@@ -561,7 +561,7 @@ impl FlowTap {
                 self.sender.push(Record::PacketSent {
                     time: t,
                     wire_bytes: s.wire_bytes,
-                    data,
+                    data: data.into(),
                     control,
                 });
             }
@@ -626,7 +626,7 @@ impl FlowTap {
                 self.receiver.push(Record::PacketSent {
                     time: t,
                     wire_bytes: s.wire_bytes,
-                    data: Vec::new(),
+                    data: Default::default(),
                     control: 1,
                 });
             }

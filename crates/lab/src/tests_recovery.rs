@@ -183,7 +183,7 @@ fn slowest_message_path_from_its_trace() {
     let sent = |at: u64, p: SentData| Record::PacketSent {
         time: t(at),
         wire_bytes: 148,
-        data: vec![p],
+        data: thinstream_base::trace::pieces![p],
         control: 0,
     };
     let arrived = |at: u64, u: u64| Record::Arrived {

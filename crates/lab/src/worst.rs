@@ -159,7 +159,7 @@ pub(crate) fn from_trail(t: &SlowestTrail, run: usize) -> WorstPath {
             sender.push(Record::PacketSent {
                 time: *time,
                 wire_bytes: 0,
-                data: vec![SentData {
+                data: thinstream_base::trace::pieces![SentData {
                     units: *units,
                     bytes: 0,
                     reason: *reason,

@@ -33,7 +33,7 @@
 //!     Record::PacketSent {
 //!         time: at(0),
 //!         wire_bytes: 148,
-//!         data: vec![SentData { units: Units::one(0), bytes: 100, reason: TxReason::New }],
+//!         data: thinstream_base::trace::pieces![SentData { units: Units::one(0), bytes: 100, reason: TxReason::New }],
 //!         control: 0,
 //!     },
 //!     Record::Acked { time: at(40), units: Units::one(0) },

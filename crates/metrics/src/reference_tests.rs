@@ -86,7 +86,7 @@ fn generate(seed: u64) -> Generated {
                 Record::PacketSent {
                     time: when,
                     wire_bytes: bytes + 48,
-                    data: vec![SentData {
+                    data: thinstream_base::trace::pieces![SentData {
                         units: u,
                         bytes,
                         reason,

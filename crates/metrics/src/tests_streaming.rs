@@ -75,7 +75,7 @@ fn synthetic(seed: u64, n: u64, loss: f64) -> Vec<Record> {
                 Record::PacketSent {
                     time: Instant::from_nanos(t),
                     wire_bytes: 0,
-                    data,
+                    data: data.into(),
                     control: 0,
                 },
                 &mut recs,
@@ -415,7 +415,7 @@ fn two_sided(seed: u64, n: u64, loss: f64, stuck: bool) -> (Vec<Record>, Vec<Rec
                     Record::PacketSent {
                         time: at(t),
                         wire_bytes: 0,
-                        data: vec![SentData {
+                        data: thinstream_base::trace::pieces![SentData {
                             units: Units::one(u),
                             bytes: 100,
                             reason,
@@ -611,7 +611,7 @@ fn streamed_copy_of_a_sacked_delivered_message_counts_as_in_the_whole_trace() {
     let sent = |at: u64, units: Units, reason: TxReason| Record::PacketSent {
         time: t(at),
         wire_bytes: 0,
-        data: vec![SentData {
+        data: thinstream_base::trace::pieces![SentData {
             units,
             bytes: units.len() as u32,
             reason,

@@ -760,7 +760,7 @@ impl Endpoint {
             self.trace.push_back(Record::PacketSent {
                 time: self.now_hint,
                 wire_bytes: payload.len() as u32,
-                data: Vec::new(),
+                data: Default::default(),
                 control: p.chunks.len() as u16,
             });
         }

@@ -175,7 +175,7 @@ impl Transport for UnreliableDatagram {
             self.trace.push_back(Record::PacketSent {
                 time: now,
                 wire_bytes: wire_len(payload.len()),
-                data: vec![SentData {
+                data: thinstream_base::trace::pieces![SentData {
                     units: Units::one(seq),
                     bytes,
                     reason: TxReason::New,
@@ -356,7 +356,7 @@ impl Transport for StopAndWait {
             self.trace.push_back(Record::PacketSent {
                 time: now,
                 wire_bytes: wire_len(payload.len()),
-                data: Vec::new(),
+                data: Default::default(),
                 control: 1,
             });
             return Some(Datagram {
@@ -377,7 +377,7 @@ impl Transport for StopAndWait {
         self.trace.push_back(Record::PacketSent {
             time: now,
             wire_bytes: wire_len(payload.len()),
-            data: vec![SentData {
+            data: thinstream_base::trace::pieces![SentData {
                 units: Units::one(*seq),
                 bytes: wire_len(body.len()),
                 reason,

@@ -11,7 +11,7 @@ use crate::sender::SendQueue;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
-use thinstream_base::trace::{Record, SentData, Units};
+use thinstream_base::trace::{Record, SentPieces, Units};
 use thinstream_base::{Datagram, Duration, Instant};
 
 /// Connection states (RFC 9293 §3.3.2).
@@ -379,7 +379,7 @@ impl TcpConnection {
         seq: u64,
         flags: u8,
         payload: Option<(u64, u64)>,
-        data: Vec<SentData>,
+        data: SentPieces,
         syn_options: bool,
     ) {
         let Some(remote) = self.remote else {
@@ -478,7 +478,7 @@ impl TcpConnection {
 
     pub(crate) fn send_ack(&mut self, now: Instant) {
         let seq = self.snd_nxt();
-        self.emit(now, seq, Flags::ACK, None, Vec::new(), false);
+        self.emit(now, seq, Flags::ACK, None, SentPieces::new(), false);
     }
 
     fn send_syn(&mut self, now: Instant) {
@@ -489,7 +489,7 @@ impl TcpConnection {
         } else {
             Flags::SYN | Flags::ACK
         };
-        self.emit(now, 0, flags, None, Vec::new(), true);
+        self.emit(now, 0, flags, None, SentPieces::new(), true);
         self.rtx_timer = Some((self.timer_at(now, now + self.rtt.rto()), TimerKind::Rto));
     }
 
@@ -795,7 +795,7 @@ impl TcpConnection {
         }
         let shift = if self.wscale_ok { self.snd_wscale } else { 0 };
         let window = u64::from(seg.window) << shift;
-        let sack: Vec<(u64, u64)> = if self.sack_ok {
+        let sack: smallvec::SmallVec<[(u64, u64); 4]> = if self.sack_ok {
             seg.options
                 .sack
                 .iter()
@@ -806,7 +806,7 @@ impl TcpConnection {
                 })
                 .collect()
         } else {
-            Vec::new()
+            smallvec::SmallVec::new()
         };
         let tsecr = seg
             .options

@@ -339,8 +339,8 @@ impl Receiver {
 
     /// SACK blocks to report now (offsets), most recent first, at most
     /// `max`; a pending D-SACK first (RFC 2883 §4).
-    pub(crate) fn sack_blocks(&self, max: usize) -> Vec<(u64, u64)> {
-        let mut out: Vec<(u64, u64)> = Vec::new();
+    pub(crate) fn sack_blocks(&self, max: usize) -> smallvec::SmallVec<[(u64, u64); 4]> {
+        let mut out = smallvec::SmallVec::<[(u64, u64); 4]>::new();
         if let Some(d) = self.dsack {
             out.push(d);
         }
@@ -437,15 +437,15 @@ mod tests {
         r.on_segment(now, 1, vec![0u8; 100], false, true, rto);
         // 101..201 is lost; 201..301 arrives, then is sent again.
         r.on_segment(now, 201, vec![0u8; 100], false, true, rto);
-        assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301)]);
         r.on_ack_sent();
         r.on_segment(now, 201, vec![0u8; 100], false, true, rto);
-        assert_eq!(r.sack_blocks(3), vec![(201, 301), (201, 301)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301), (201, 301)]);
         r.on_ack_sent();
-        assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301)]);
         // Below rcv_nxt: the first segment again.
         r.on_segment(now, 1, vec![0u8; 100], false, true, rto);
-        assert_eq!(r.sack_blocks(3), vec![(1, 101), (201, 301)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(1, 101), (201, 301)]);
         // Without D-SACK, nothing of the kind.
         let mut plain = rx();
         plain.on_segment(now, 1, vec![0u8; 100], false, true, rto);
@@ -471,11 +471,11 @@ mod tests {
         let o = r.on_segment(t, 201, &[3; 100], false, true, rto);
         assert!(o.delivered.is_none());
         assert!(r.ack_now);
-        assert_eq!(r.sack_blocks(3), vec![(201, 301)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301)]);
         r.on_ack_sent();
         let o = r.on_segment(t, 401, &[5; 50], false, true, rto);
         assert!(o.delivered.is_none());
-        assert_eq!(r.sack_blocks(3), vec![(401, 451), (201, 301)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(401, 451), (201, 301)]);
         // Overlapping segment: 150 bytes from 51, of which 50 duplicate, 100 new.
         let o = r.on_segment(t, 51, &[9; 200], false, true, rto);
         assert_eq!(
@@ -485,7 +485,7 @@ mod tests {
         let (unit, data) = o.delivered.unwrap();
         assert_eq!((unit, data.len()), (100, 200));
         assert_eq!(r.rcv_nxt, 301);
-        assert_eq!(r.sack_blocks(3), vec![(401, 451)]);
+        assert_eq!(r.sack_blocks(3).as_slice(), &[(401, 451)]);
         assert!(r.ack_now, "filling a hole is acknowledged at once");
     }
 

@@ -28,7 +28,7 @@ use crate::config::CwndUnit;
 use crate::conn::{CaState, State, TcpConnection, TimerKind};
 use crate::segment::Flags;
 use thinstream_base::drive::AppEvent;
-use thinstream_base::trace::{Record, SentData, TxReason, Units};
+use thinstream_base::trace::{Record, SentData, SentPieces, TxReason, Units};
 use thinstream_base::{Duration, Instant};
 
 /// What (re)arms the retransmission timer.
@@ -912,8 +912,8 @@ impl TcpConnection {
                 }
             }
         }
-        // One piece, two with a bundle: allocated once at its size.
-        let mut data = Vec::with_capacity(1 + usize::from(bundle_start < skb.start));
+        // One piece (kept inline), two with a bundle.
+        let mut data = SentPieces::new();
         if bundle_start < skb.start {
             data.push(SentData {
                 units: Units::new(bundle_start, skb.start),
@@ -1010,7 +1010,7 @@ impl TcpConnection {
                 }
             }
         }
-        let mut data = Vec::new();
+        let mut data = SentPieces::new();
         let own_end = self.sq.rtx[i].end;
         if own_end > start {
             data.push(SentData {

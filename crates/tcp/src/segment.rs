@@ -61,6 +61,9 @@ impl Flags {
     }
 }
 
+/// The SACK blocks of one segment: at most four fit in its options.
+pub type SackBlocks = smallvec::SmallVec<[(u32, u32); 4]>;
+
 /// The options of one segment. Unknown options are skipped when parsing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
@@ -71,7 +74,9 @@ pub struct Options {
     /// SACK-permitted (kind 4, SYN only, RFC 2018 §2).
     pub sack_permitted: bool,
     /// SACK blocks as wire sequence numbers `[left, right)` (kind 5, RFC 2018 §3).
-    pub sack: Vec<(u32, u32)>,
+    /// Forty bytes of options hold at most four blocks, so they are kept
+    /// inline: parsing or building an ACK allocates nothing for them.
+    pub sack: SackBlocks,
     /// Timestamps `(TSval, TSecr)` (kind 8, RFC 7323 §3).
     pub timestamps: Option<(u32, u32)>,
 }
@@ -426,7 +431,7 @@ mod tests {
                 mss: Some(1460),
                 window_scale: Some(7),
                 sack_permitted: true,
-                sack: vec![],
+                sack: SackBlocks::new(),
                 timestamps: Some((1, 2)),
             },
             payload: vec![],
@@ -448,7 +453,7 @@ mod tests {
             window: 100,
             options: Options {
                 timestamps: Some((5, 6)),
-                sack: vec![(100, 200), (300, 400)],
+                sack: smallvec::smallvec![(100, 200), (300, 400)],
                 ..Options::default()
             },
             payload,

@@ -49,7 +49,7 @@ fn random_well_formed_segments_do_not_panic() {
                     mss: None,
                     window_scale: None,
                     sack_permitted: false,
-                    sack,
+                    sack: sack.into(),
                     timestamps: rng.chance(0.5).then(|| {
                         (
                             rng.next_u32(),

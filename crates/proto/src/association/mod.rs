@@ -661,7 +661,8 @@ impl Association {
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += wire as u64;
         if self.tracer.enabled() {
-            let data: Vec<_> = self.tx.last_sent_data.drain(..).collect();
+            let data: thinstream_base::trace::SentPieces =
+                self.tx.last_sent_data.drain(..).collect();
             let control = (out.1.chunks.len() - data.len()) as u16;
             self.tracer.record(|| Record::PacketSent {
                 time: now,
