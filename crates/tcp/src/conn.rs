@@ -8,6 +8,7 @@ use crate::receiver::Receiver;
 use crate::rtt::Rtt;
 use crate::segment::{wire_bytes, Flags, Options, Segment, IPPROTO_TCP};
 use crate::sender::SendQueue;
+use bytes::Bytes;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use thinstream_base::drive::{AppEvent, Outgoing, SendError, Transport};
@@ -436,7 +437,7 @@ impl TcpConnection {
             flags: Flags(flags),
             window: window as u16,
             options,
-            payload: Vec::new(),
+            payload: Bytes::new(),
         };
         let parts = match payload {
             Some((start, end)) => self.sq.slices(start, end),
@@ -825,7 +826,7 @@ impl TcpConnection {
         self.transmit(now);
     }
 
-    fn on_data(&mut self, now: Instant, seq: u64, payload: Vec<u8>, fin: bool, push: bool) {
+    fn on_data(&mut self, now: Instant, seq: u64, payload: Bytes, fin: bool, push: bool) {
         let end = seq + payload.len() as u64;
         let o = self
             .rcv
@@ -858,7 +859,7 @@ impl TcpConnection {
                 stream: 0,
                 unordered: false,
                 ppid: 0,
-                payload: bytes.into(),
+                payload: bytes,
             });
         }
         if o.fin_reached {

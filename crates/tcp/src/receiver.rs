@@ -5,9 +5,43 @@
 //! Sequence positions here are offsets from the peer's ISN: its SYN is 0 and
 //! the first data byte is 1 (unit 0).
 
-use std::borrow::Cow;
+use bytes::Bytes;
 use std::collections::BTreeMap;
 use thinstream_base::{Duration, Instant};
+
+/// The in-order bytes one segment makes deliverable: usually one piece
+/// (the segment's own buffer, or one that waited), joined into one buffer
+/// only when a filled hole releases several.
+#[derive(Default)]
+struct InOrder {
+    first: Bytes,
+    joined: Vec<u8>,
+}
+
+impl InOrder {
+    fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+
+    fn push(&mut self, piece: Bytes) {
+        if self.first.is_empty() {
+            self.first = piece;
+            return;
+        }
+        if self.joined.is_empty() {
+            self.joined.extend_from_slice(&self.first);
+        }
+        self.joined.extend_from_slice(&piece);
+    }
+
+    fn finish(self) -> Bytes {
+        if self.joined.is_empty() {
+            self.first
+        } else {
+            Bytes::from(self.joined)
+        }
+    }
+}
 
 /// Result of accepting one segment's data.
 #[derive(Debug, Default)]
@@ -16,7 +50,7 @@ pub(crate) struct RxOutcome {
     /// duplicate flag (already held or already delivered).
     pub arrived: Vec<(u64, u64, bool)>,
     /// In-order bytes now deliverable, with the unit of their first byte.
-    pub delivered: Option<(u64, Vec<u8>)>,
+    pub delivered: Option<(u64, Bytes)>,
     /// The peer's FIN has been reached in order.
     pub fin_reached: bool,
 }
@@ -26,7 +60,7 @@ pub(crate) struct Receiver {
     /// Next expected sequence offset.
     pub(crate) rcv_nxt: u64,
     /// Out-of-order data keyed by start offset; pieces never overlap.
-    ooo: BTreeMap<u64, Vec<u8>>,
+    ooo: BTreeMap<u64, Bytes>,
     ooo_bytes: u64,
     /// Offset of the peer's FIN, once seen.
     fin: Option<u64>,
@@ -136,16 +170,15 @@ impl Receiver {
     /// Accepts the payload (and FIN) of a segment starting at offset `seq`,
     /// `push` its PSH flag. `rto` is the endpoint's current RTO, for Linux's
     /// "long gap" quick-ack.
-    pub(crate) fn on_segment<'a>(
+    pub(crate) fn on_segment(
         &mut self,
         now: Instant,
         seq: u64,
-        payload: impl Into<Cow<'a, [u8]>>,
+        mut payload: Bytes,
         fin: bool,
         push: bool,
         rto: Duration,
     ) -> RxOutcome {
-        let mut payload: Cow<'a, [u8]> = payload.into();
         let payload_len = payload.len() as u64;
         let mut out = RxOutcome {
             arrived: std::mem::take(&mut self.spare_arrived),
@@ -158,18 +191,16 @@ impl Receiver {
         let end = seq + payload_len;
         let kept_end = end.min(right_edge);
         let mut fully_duplicate = !payload.is_empty();
-        let mut data = Vec::new();
+        let mut data = InOrder::default();
         if seq == self.rcv_nxt && kept_end > seq && self.ooo.is_empty() {
             // In order with nothing held (a thin stream's every segment but
             // after a loss): the kept bytes are delivered at once, exactly as
-            // storing them and draining the store would.
+            // storing them and draining the store would; the segment's own
+            // buffer, no copy.
             out.arrived.push((seq - 1, kept_end - 1, false));
-            data = if kept_end == end {
-                // The segment's own buffer when it is taken whole (no copy).
-                std::mem::take(&mut payload).into_owned()
-            } else {
-                payload[..(kept_end - seq) as usize].to_vec()
-            };
+            let mut kept = std::mem::take(&mut payload);
+            kept.truncate((kept_end - seq) as usize);
+            data.push(kept);
             self.rcv_nxt = kept_end;
             fully_duplicate = false;
         }
@@ -210,7 +241,7 @@ impl Receiver {
             let e = next.min(kept_end);
             let lo = (pos - seq) as usize;
             let hi = (e - seq) as usize;
-            self.ooo.insert(pos, payload[lo..hi].to_vec());
+            self.ooo.insert(pos, payload.slice(lo..hi));
             self.ooo_bytes += e - pos;
             out.arrived.push((pos - 1, e - 1, false));
             fully_duplicate = false;
@@ -231,10 +262,10 @@ impl Receiver {
             let v = entry.remove();
             self.ooo_bytes -= v.len() as u64;
             self.rcv_nxt += v.len() as u64;
-            data.extend_from_slice(&v);
+            data.push(v);
         }
         if !data.is_empty() {
-            out.delivered = Some((before - 1, data));
+            out.delivered = Some((before - 1, data.finish()));
         }
         if self.fin == Some(self.rcv_nxt) && !self.fin_done {
             self.rcv_nxt += 1;
@@ -434,22 +465,22 @@ mod tests {
         let now = Instant::ZERO;
         let rto = Duration::from_millis(200);
         let mut r = rx_dsack();
-        r.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        r.on_segment(now, 1, Bytes::from(vec![0u8; 100]), false, true, rto);
         // 101..201 is lost; 201..301 arrives, then is sent again.
-        r.on_segment(now, 201, vec![0u8; 100], false, true, rto);
+        r.on_segment(now, 201, Bytes::from(vec![0u8; 100]), false, true, rto);
         assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301)]);
         r.on_ack_sent();
-        r.on_segment(now, 201, vec![0u8; 100], false, true, rto);
+        r.on_segment(now, 201, Bytes::from(vec![0u8; 100]), false, true, rto);
         assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301), (201, 301)]);
         r.on_ack_sent();
         assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301)]);
         // Below rcv_nxt: the first segment again.
-        r.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        r.on_segment(now, 1, Bytes::from(vec![0u8; 100]), false, true, rto);
         assert_eq!(r.sack_blocks(3).as_slice(), &[(1, 101), (201, 301)]);
         // Without D-SACK, nothing of the kind.
         let mut plain = rx();
-        plain.on_segment(now, 1, vec![0u8; 100], false, true, rto);
-        plain.on_segment(now, 1, vec![0u8; 100], false, true, rto);
+        plain.on_segment(now, 1, Bytes::from(vec![0u8; 100]), false, true, rto);
+        plain.on_segment(now, 1, Bytes::from(vec![0u8; 100]), false, true, rto);
         assert!(plain.sack_blocks(3).is_empty());
     }
 
@@ -464,20 +495,20 @@ mod tests {
         let mut r = rx();
         let t = Instant::ZERO;
         let rto = Duration::from_secs(1);
-        let o = r.on_segment(t, 1, &[1; 100], false, true, rto);
+        let o = r.on_segment(t, 1, Bytes::from_static(&[1; 100]), false, true, rto);
         assert_eq!(o.arrived, vec![(0, 100, false)]);
         assert_eq!(o.delivered.as_ref().unwrap().0, 0);
         assert!(!r.ack_now && r.delack_deadline.is_some());
-        let o = r.on_segment(t, 201, &[3; 100], false, true, rto);
+        let o = r.on_segment(t, 201, Bytes::from_static(&[3; 100]), false, true, rto);
         assert!(o.delivered.is_none());
         assert!(r.ack_now);
         assert_eq!(r.sack_blocks(3).as_slice(), &[(201, 301)]);
         r.on_ack_sent();
-        let o = r.on_segment(t, 401, &[5; 50], false, true, rto);
+        let o = r.on_segment(t, 401, Bytes::from_static(&[5; 50]), false, true, rto);
         assert!(o.delivered.is_none());
         assert_eq!(r.sack_blocks(3).as_slice(), &[(401, 451), (201, 301)]);
         // Overlapping segment: 150 bytes from 51, of which 50 duplicate, 100 new.
-        let o = r.on_segment(t, 51, &[9; 200], false, true, rto);
+        let o = r.on_segment(t, 51, Bytes::from_static(&[9; 200]), false, true, rto);
         assert_eq!(
             o.arrived,
             vec![(50, 100, true), (100, 200, false), (200, 250, true)]
@@ -494,14 +525,14 @@ mod tests {
         let mut r = rx();
         let t = Instant::ZERO;
         let rto = Duration::from_secs(1);
-        r.on_segment(t, 1, &[0; 100], false, true, rto);
+        r.on_segment(t, 1, Bytes::from_static(&[0; 100]), false, true, rto);
         assert!(!r.ack_now);
-        r.on_segment(t, 101, &[0; 100], false, true, rto);
+        r.on_segment(t, 101, Bytes::from_static(&[0; 100]), false, true, rto);
         assert!(r.ack_now);
         r.on_ack_sent();
-        let o = r.on_segment(t, 301, &[], true, false, rto);
+        let o = r.on_segment(t, 301, Bytes::new(), true, false, rto);
         assert!(!o.fin_reached);
-        let o = r.on_segment(t, 201, &[0; 100], false, true, rto);
+        let o = r.on_segment(t, 201, Bytes::from_static(&[0; 100]), false, true, rto);
         assert!(o.fin_reached && r.fin_done());
         assert_eq!(r.rcv_nxt, 302);
     }

@@ -11,6 +11,7 @@
 //!
 //! Parsing never panics: every malformed input is a [`SegmentError`].
 
+use bytes::{Buf, Bytes};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
@@ -198,7 +199,9 @@ pub struct Segment {
     /// The raw 16-bit window field (unscaled).
     pub window: u16,
     pub options: Options,
-    pub payload: Vec<u8>,
+    /// The data: decoding a datagram's own bytes keeps their buffer (see
+    /// [`Segment::decode_owned`]).
+    pub payload: Bytes,
 }
 
 /// Why a byte string is not a TCP segment this model accepts.
@@ -290,21 +293,23 @@ impl Segment {
     /// Parses a segment; `src`/`dst` are the datagram's addresses (for the checksum).
     pub fn decode(bytes: &[u8], src: SocketAddr, dst: SocketAddr) -> Result<Segment, SegmentError> {
         let (mut seg, offset) = Segment::decode_header(bytes, src, dst)?;
-        seg.payload = bytes[offset..].to_vec();
+        seg.payload = Bytes::copy_from_slice(&bytes[offset..]);
         Ok(seg)
     }
 
     /// [`Segment::decode`] of a datagram's bytes that are not needed
-    /// afterwards: the payload keeps their buffer (no allocation, no copy
-    /// to a new one).
+    /// afterwards: the payload keeps their buffer, past the header (no
+    /// copy; no allocation either when the vector is exactly full, as
+    /// [`Segment::encode_with`] makes it).
     pub fn decode_owned(
-        mut bytes: Vec<u8>,
+        bytes: Vec<u8>,
         src: SocketAddr,
         dst: SocketAddr,
     ) -> Result<Segment, SegmentError> {
         let (mut seg, offset) = Segment::decode_header(&bytes, src, dst)?;
-        bytes.drain(..offset);
-        seg.payload = bytes;
+        let mut payload = Bytes::from(bytes);
+        payload.advance(offset);
+        seg.payload = payload;
         Ok(seg)
     }
 
@@ -338,7 +343,7 @@ impl Segment {
             flags: Flags(bytes[13] & 0x3F),
             window: be16(14),
             options: Options::parse(&bytes[TCP_HEADER_BYTES..offset])?,
-            payload: Vec::new(),
+            payload: Bytes::new(),
         };
         Ok((seg, offset))
     }
@@ -434,7 +439,7 @@ mod tests {
                 sack: SackBlocks::new(),
                 timestamps: Some((1, 2)),
             },
-            payload: vec![],
+            payload: Bytes::new(),
         };
         let bytes = seg.encode(a, b).unwrap();
         assert_eq!(bytes.len(), 20 + seg.options.encoded_len());
@@ -456,7 +461,7 @@ mod tests {
                 sack: smallvec::smallvec![(100, 200), (300, 400)],
                 ..Options::default()
             },
-            payload,
+            payload: payload.into(),
         }
     }
 
@@ -500,7 +505,7 @@ mod tests {
             flags: Flags(Flags::ACK),
             window: 5,
             options: Options::default(),
-            payload: b"hello".to_vec(),
+            payload: Bytes::from_static(b"hello"),
         };
         let mut bytes = seg.encode(a, b).unwrap();
         bytes[22] ^= 0x40;

@@ -57,7 +57,7 @@ fn random_well_formed_segments_do_not_panic() {
                         )
                     }),
                 },
-                payload: vec![0xEE; rng.below(1500) as usize],
+                payload: vec![0xEE; rng.below(1500) as usize].into(),
             };
             let payload = seg.encode(net.addrs[from], net.addrs[to]).unwrap();
             let now = net.now;
@@ -99,7 +99,7 @@ fn third_party_segments_are_ignored() {
         flags: Flags(Flags::RST | Flags::ACK),
         window: 100,
         options: Options::default(),
-        payload: vec![],
+        payload: Vec::new().into(),
     };
     let payload = seg.encode(stranger, net.addrs[1]).unwrap();
     let now = net.now;
