@@ -696,6 +696,25 @@ fn run_streaming(
             sim.keep_app_history(id, true);
         }
     }
+    // Each measured flow's throughput series, and whether a series is
+    // of a measured flow: looked up once here, not searched at every
+    // pause (with thousands of flows that search was quadratic).
+    let series_by_flow: std::collections::BTreeMap<usize, usize> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (f, _, _))| (*f, i))
+        .collect();
+    let series_of: Vec<Option<usize>> = measured
+        .iter()
+        .map(|(flow, _)| series_by_flow.get(flow).copied())
+        .collect();
+    let series_measured: Vec<bool> = {
+        let mut m = vec![false; series.len()];
+        for i in series_of.iter().flatten() {
+            m[*i] = true;
+        }
+        m
+    };
     let mut sent = vec![0u64; measured.len()];
     let mut error = None;
     let mut peak = StreamPeak::default();
@@ -717,7 +736,7 @@ fn run_streaming(
             }));
             let (s, r) = (sim.take_records(a), sim.take_records(b));
             peak.records_per_pause = peak.records_per_pause.max(s.len() + r.len());
-            if let Some((_, _, t)) = series.iter_mut().find(|(f, _, _)| *f == *flow) {
+            if let Some((_, _, t)) = series_of[k].map(|i| &mut series[i]) {
                 if let Err(e) = t.push(&s) {
                     error.get_or_insert(e);
                 }
@@ -735,8 +754,8 @@ fn run_streaming(
         }
         // Traced flows outside the latency tables: their senders' records
         // for the throughput series only.
-        for (flow, _, t) in series.iter_mut() {
-            if measured.iter().any(|(f, _)| *f == *flow) {
+        for ((flow, _, t), of_measured) in series.iter_mut().zip(&series_measured) {
+            if *of_measured {
                 continue;
             }
             let a = sim.endpoint_id(FlowId(*flow), Side::A);
