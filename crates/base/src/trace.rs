@@ -12,6 +12,7 @@
 
 use crate::{Duration, Instant};
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// Why a piece of data was put on the wire. Defined once; `metrics` counts by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -104,12 +105,133 @@ pub struct SentData {
     pub reason: TxReason,
 }
 
-/// The data pieces of one packet. Most packets of a thin stream carry one,
-/// so one is kept inline: recording a packet allocates nothing then.
-pub type SentPieces = smallvec::SmallVec<[SentData; 1]>;
+/// The data pieces of one packet. Most packets carry none or one, which
+/// are kept inline (no allocation); more go to the heap. As small as one
+/// [`SentData`], so that a [`Record`] stays at 40 bytes (the simulator
+/// buffers every measured flow's records between two reads).
+#[derive(Clone, Default)]
+pub struct SentPieces(Pieces);
 
-/// Builds [`SentPieces`] like `vec!` builds a vector.
-pub use smallvec::smallvec as pieces;
+#[derive(Clone, Default)]
+enum Pieces {
+    #[default]
+    None,
+    One(SentData),
+    Many(Box<[SentData]>),
+}
+
+impl SentPieces {
+    pub const fn new() -> SentPieces {
+        SentPieces(Pieces::None)
+    }
+
+    pub fn from_slice(pieces: &[SentData]) -> SentPieces {
+        SentPieces(match pieces {
+            [] => Pieces::None,
+            [one] => Pieces::One(*one),
+            more => Pieces::Many(more.into()),
+        })
+    }
+
+    /// Appends a piece (a third or later one moves the heap copy).
+    pub fn push(&mut self, piece: SentData) {
+        match &mut self.0 {
+            Pieces::None => self.0 = Pieces::One(piece),
+            Pieces::One(first) => {
+                let first = *first;
+                self.0 = Pieces::Many(Box::new([first, piece]));
+            }
+            Pieces::Many(more) => {
+                let mut v = std::mem::take(more).into_vec();
+                v.push(piece);
+                *more = v.into_boxed_slice();
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for SentPieces {
+    type Target = [SentData];
+    fn deref(&self) -> &[SentData] {
+        match &self.0 {
+            Pieces::None => &[],
+            Pieces::One(one) => std::slice::from_ref(one),
+            Pieces::Many(more) => more,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a SentPieces {
+    type Item = &'a SentData;
+    type IntoIter = std::slice::Iter<'a, SentData>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl From<Vec<SentData>> for SentPieces {
+    fn from(v: Vec<SentData>) -> SentPieces {
+        match v.len() {
+            0 | 1 => SentPieces::from_slice(&v),
+            _ => SentPieces(Pieces::Many(v.into_boxed_slice())),
+        }
+    }
+}
+
+impl FromIterator<SentData> for SentPieces {
+    fn from_iter<I: IntoIterator<Item = SentData>>(iter: I) -> SentPieces {
+        let mut iter = iter.into_iter();
+        let Some(first) = iter.next() else {
+            return SentPieces::new();
+        };
+        match iter.next() {
+            None => SentPieces(Pieces::One(first)),
+            Some(second) => {
+                let mut v = vec![first, second];
+                v.extend(iter);
+                SentPieces(Pieces::Many(v.into_boxed_slice()))
+            }
+        }
+    }
+}
+
+impl PartialEq for SentPieces {
+    fn eq(&self, other: &SentPieces) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for SentPieces {}
+
+impl fmt::Debug for SentPieces {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for SentPieces {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for SentPieces {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SentPieces, D::Error> {
+        Vec::<SentData>::deserialize(deserializer).map(SentPieces::from)
+    }
+}
+
+/// Builds [`SentPieces`] as `vec!` builds a vector.
+#[macro_export]
+macro_rules! pieces {
+    () => {
+        $crate::trace::SentPieces::new()
+    };
+    ($($piece:expr),+ $(,)?) => {
+        $crate::trace::SentPieces::from_slice(&[$($piece),+])
+    };
+}
+pub use crate::pieces;
 
 /// One trace record. Sender-side and receiver-side records come from the
 /// endpoint that observed them; the driver (simulator or socket loop) knows
@@ -238,6 +360,42 @@ mod tests {
         assert!(s.contains("fast-retransmit"), "{s}");
         let back: Record = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn sent_pieces_hold_any_number_and_read_as_a_list() {
+        let piece = |u: u64| SentData {
+            units: Units::one(u),
+            bytes: 10,
+            reason: TxReason::New,
+        };
+        let all: Vec<SentData> = (0..5).map(piece).collect();
+        let mut built = SentPieces::new();
+        for n in 0..=all.len() {
+            // Pushed one by one, from a slice, a vector or an iterator:
+            // the same pieces, in order, the same JSON as a plain list.
+            assert_eq!(&built[..], &all[..n]);
+            assert_eq!(SentPieces::from_slice(&all[..n]), built);
+            assert_eq!(SentPieces::from(all[..n].to_vec()), built);
+            assert_eq!(all[..n].iter().copied().collect::<SentPieces>(), built);
+            assert_eq!(built.iter().count(), n);
+            let json = serde_json::to_string(&built).unwrap();
+            assert_eq!(json, serde_json::to_string(&all[..n]).unwrap());
+            let back: SentPieces = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, built);
+            assert_eq!(format!("{built:?}"), format!("{:?}", &all[..n]));
+            if n < all.len() {
+                built.push(all[n]);
+            }
+        }
+        assert_ne!(
+            SentPieces::from_slice(&all[..2]),
+            SentPieces::from_slice(&all[1..3])
+        );
+        assert!(
+            std::mem::size_of::<Record>() <= 40,
+            "a record grew: the simulator buffers them"
+        );
     }
 
     #[test]
