@@ -292,9 +292,8 @@ impl Segment {
 
     /// Parses a segment; `src`/`dst` are the datagram's addresses (for the checksum).
     pub fn decode(bytes: &[u8], src: SocketAddr, dst: SocketAddr) -> Result<Segment, SegmentError> {
-        let (mut seg, offset) = Segment::decode_header(bytes, src, dst)?;
-        seg.payload = Bytes::copy_from_slice(&bytes[offset..]);
-        Ok(seg)
+        let (header, offset) = Header::decode(bytes, src, dst)?;
+        Ok(header.with(Bytes::copy_from_slice(&bytes[offset..])))
     }
 
     /// [`Segment::decode`] of a datagram's bytes that are not needed
@@ -306,19 +305,32 @@ impl Segment {
         src: SocketAddr,
         dst: SocketAddr,
     ) -> Result<Segment, SegmentError> {
-        let (mut seg, offset) = Segment::decode_header(&bytes, src, dst)?;
+        let (header, offset) = Header::decode(&bytes, src, dst)?;
         let mut payload = Bytes::from(bytes);
         payload.advance(offset);
-        seg.payload = payload;
-        Ok(seg)
+        Ok(header.with(payload))
     }
+}
 
-    /// The segment with an empty payload, and where its payload starts.
-    fn decode_header(
+/// A segment's fields but its data, as parsed (built whole with its data
+/// afterwards, no placeholder written first).
+struct Header {
+    src_port: u16,
+    dst_port: u16,
+    seq: u32,
+    ack: u32,
+    flags: Flags,
+    window: u16,
+    options: Options,
+}
+
+impl Header {
+    /// The header of `bytes`, and where its data starts.
+    fn decode(
         bytes: &[u8],
         src: SocketAddr,
         dst: SocketAddr,
-    ) -> Result<(Segment, usize), SegmentError> {
+    ) -> Result<(Header, usize), SegmentError> {
         if bytes.len() < TCP_HEADER_BYTES {
             return Err(SegmentError::Truncated { len: bytes.len() });
         }
@@ -335,7 +347,7 @@ impl Segment {
         let be16 = |i: usize| u16::from_be_bytes([bytes[i], bytes[i + 1]]);
         let be32 =
             |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        let seg = Segment {
+        let header = Header {
             src_port: be16(0),
             dst_port: be16(2),
             seq: be32(4),
@@ -343,9 +355,21 @@ impl Segment {
             flags: Flags(bytes[13] & 0x3F),
             window: be16(14),
             options: Options::parse(&bytes[TCP_HEADER_BYTES..offset])?,
-            payload: Bytes::new(),
         };
-        Ok((seg, offset))
+        Ok((header, offset))
+    }
+
+    fn with(self, payload: Bytes) -> Segment {
+        Segment {
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            seq: self.seq,
+            ack: self.ack,
+            flags: self.flags,
+            window: self.window,
+            options: self.options,
+            payload,
+        }
     }
 }
 
