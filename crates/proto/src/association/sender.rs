@@ -171,6 +171,9 @@ pub(crate) struct Pending {
     pub(crate) max_rtx: Option<u32>,
 }
 
+/// The largest emptied queue buffer (in messages) kept for the next one.
+const SPARE_QUEUE_MAX: usize = 16;
+
 /// The queues of the interleaving scheduler: (stream, its messages) for
 /// the streams with queued messages, sorted by stream. One stream's entry
 /// is stored inline: a thin stream's message then touches no block of its
@@ -179,6 +182,10 @@ pub(crate) struct Pending {
 #[derive(Debug, Default)]
 pub(crate) struct Sched {
     q: SmallVec<[(u16, VecDeque<Pending>); 1]>,
+    /// The buffer of the last queue emptied, for the next queue made: a
+    /// stream that empties its queue at every message (a thin stream)
+    /// does not allocate one per message.
+    spare: VecDeque<Pending>,
 }
 
 impl Sched {
@@ -206,7 +213,7 @@ impl Sched {
         let i = match self.find(stream) {
             Ok(i) => i,
             Err(i) => {
-                self.q.insert(i, (stream, VecDeque::new()));
+                self.q.insert(i, (stream, std::mem::take(&mut self.spare)));
                 i
             }
         };
@@ -214,7 +221,11 @@ impl Sched {
     }
     pub(crate) fn remove(&mut self, stream: u16) {
         if let Ok(i) = self.find(stream) {
-            self.q.remove(i);
+            let (_, mut q) = self.q.remove(i);
+            if q.capacity() <= SPARE_QUEUE_MAX && q.capacity() > self.spare.capacity() {
+                q.clear();
+                self.spare = q;
+            }
         }
     }
     /// The first stream with a queue from `from` on, else the first one
