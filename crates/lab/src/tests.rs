@@ -533,3 +533,81 @@ fn rejected_messages_are_faults() {
         "{f}"
     );
 }
+
+const TCP_LOSSY: &str = r#"
+name = "tcp-lossy"
+duration = "60s"
+drain = "20s"
+seed = 11
+repetitions = 1
+
+[topology]
+kind = "two-host"
+forward = "delay 50ms loss 5%"
+
+[[flows]]
+transport = "tcp"
+workload = { kind = "constant", iat = "250ms", bytes = 100 }
+
+[[variants]]
+name = "newreno"
+preset = "newreno"
+"#;
+
+fn run_tcp_json(text: &str, options: RunOptions) -> (String, Vec<crate::runner::RunOutcome>) {
+    let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
+    let outcomes = run_all(&plan, &options).unwrap();
+    (Results::build(&plan, &outcomes, 1.0).to_json(), outcomes)
+}
+
+// Without a corrupting link or a capture, a run leaves TCP's checksum to
+// the path; with a capture it computes it. The results are the same either
+// way, and the captured segments carry real checksums.
+#[test]
+fn tcp_checksum_offload_changes_no_result() {
+    let records = RunOptions {
+        records_run: Some(0),
+        ..RunOptions::default()
+    };
+    let pcap = RunOptions {
+        pcap_run: Some(0),
+        ..RunOptions::default()
+    };
+    let (offloaded, _) = run_tcp_json(TCP_LOSSY, records);
+    let (computed, outcomes) = run_tcp_json(TCP_LOSSY, pcap);
+    assert_eq!(without_wall(&offloaded), without_wall(&computed));
+    let capture = outcomes[0].pcap.as_ref().expect("a capture was asked for");
+    // `read` checks every TCP checksum.
+    let packets = thinstream_sim::pcap::read(capture).expect("valid checksums");
+    assert!(
+        packets.len() > 400,
+        "a minute of segments: {}",
+        packets.len()
+    );
+}
+
+// A link that flips bits keeps the checksum on: the receiver discards the
+// corrupted segments instead of delivering wrong bytes.
+#[test]
+fn tcp_checksum_is_computed_when_a_link_corrupts() {
+    let text = TCP_LOSSY.replace("loss 5%", "loss 5% corrupt 5%");
+    let (_, outcomes) = run_tcp_json(
+        &text,
+        RunOptions {
+            records_run: Some(0),
+            ..RunOptions::default()
+        },
+    );
+    let records = outcomes[0]
+        .records
+        .as_ref()
+        .expect("records were asked for");
+    let bad = records
+        .iter()
+        .flat_map(|(_, r)| r)
+        .filter(|r| {
+            matches!(r, thinstream_base::trace::Record::Discarded { why, .. } if why == "bad-checksum")
+        })
+        .count();
+    assert!(bad > 0, "corrupted segments were discarded");
+}

@@ -244,6 +244,16 @@ impl TransportConfig {
         self
     }
 
+    /// The same configuration with TCP's checksum left to the path
+    /// (`TcpConfig::checksum_offload`) when `offload`; SCTP unchanged (its
+    /// CRC32c also guards the packet against stale associations).
+    pub fn with_checksum_offload(mut self, offload: bool) -> Self {
+        if let TransportConfig::Tcp(c) = &mut self {
+            c.checksum_offload = offload;
+        }
+        self
+    }
+
     /// The initiating endpoint (flow side A).
     pub fn client(&self, s: &EndpointSetup) -> Box<dyn Transport> {
         match self {

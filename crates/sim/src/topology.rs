@@ -57,6 +57,24 @@ pub struct Access {
     pub b: LinkConfig,
 }
 
+impl Topology {
+    /// Whether any link may change a byte of a packet in flight (a
+    /// `corrupt` probability above zero). When none can, a checksum never
+    /// rejects a packet, and a run may leave checksums to the path (see
+    /// `thinstream_tcp::TcpConfig::checksum_offload`).
+    pub fn may_corrupt(&self) -> bool {
+        let corrupts = |c: &LinkConfig| c.corrupt.is_some_and(|p| p.get() > 0.0);
+        match self {
+            Topology::TwoHost { forward, reverse } => corrupts(forward) || corrupts(reverse),
+            Topology::Dumbbell(d) => {
+                corrupts(&d.bottleneck_forward)
+                    || corrupts(&d.bottleneck_reverse)
+                    || d.access.iter().any(|a| corrupts(&a.a) || corrupts(&a.b))
+            }
+        }
+    }
+}
+
 /// A topology that cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TopologyError {

@@ -6,7 +6,7 @@ use crate::config::{CwndUnit, TcpConfig};
 use crate::rack::Rack;
 use crate::receiver::Receiver;
 use crate::rtt::Rtt;
-use crate::segment::{wire_bytes, Flags, Options, Segment, IPPROTO_TCP};
+use crate::segment::{wire_bytes, Checksum, Flags, Options, Segment, IPPROTO_TCP};
 use crate::sender::SendQueue;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -374,6 +374,14 @@ impl TcpConnection {
 
     /// Builds, records and queues one segment; `payload` is the range of
     /// the send queue it carries (`None`: no data).
+    fn checksum_mode(&self) -> Checksum {
+        if self.cfg.checksum_offload {
+            Checksum::Offload
+        } else {
+            Checksum::Compute
+        }
+    }
+
     pub(crate) fn emit(
         &mut self,
         now: Instant,
@@ -443,7 +451,7 @@ impl TcpConnection {
             Some((start, end)) => self.sq.slices(start, end),
             None => [&[][..], &[][..]],
         };
-        let bytes = match seg.encode_with(&parts, self.local, remote) {
+        let bytes = match seg.encode_checksummed(&parts, self.local, remote, self.checksum_mode()) {
             Ok(b) => b,
             Err(e) => {
                 // Options are bounded by construction; report rather than panic.
@@ -629,7 +637,12 @@ impl TcpConnection {
             }
         }
         let wire = wire_bytes(dgram.payload.len()) as u32;
-        let seg = match Segment::decode_owned(dgram.payload, dgram.src, dgram.dst) {
+        let seg = match Segment::decode_owned_checksummed(
+            dgram.payload,
+            dgram.src,
+            dgram.dst,
+            self.checksum_mode(),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 self.discard(now, e.name());

@@ -250,6 +250,16 @@ impl SegmentError {
     }
 }
 
+/// Whether an endpoint computes and checks the TCP checksum itself, or
+/// leaves it to the path (see `TcpConfig::checksum_offload`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checksum {
+    /// Written on sending, checked on receiving.
+    Compute,
+    /// Left zero on sending, not checked on receiving.
+    Offload,
+}
+
 impl Segment {
     /// Encodes the segment with a checksum over the pseudo-header of `src`/`dst`.
     pub fn encode(&self, src: SocketAddr, dst: SocketAddr) -> Result<Vec<u8>, SegmentError> {
@@ -264,6 +274,18 @@ impl Segment {
         payload: &[&[u8]],
         src: SocketAddr,
         dst: SocketAddr,
+    ) -> Result<Vec<u8>, SegmentError> {
+        self.encode_checksummed(payload, src, dst, Checksum::Compute)
+    }
+
+    /// [`Segment::encode_with`], with the checksum computed or, offloaded,
+    /// left zero.
+    pub fn encode_checksummed(
+        &self,
+        payload: &[&[u8]],
+        src: SocketAddr,
+        dst: SocketAddr,
+        checksum_mode: Checksum,
     ) -> Result<Vec<u8>, SegmentError> {
         let opt_len = self.options.encoded_len();
         if opt_len > MAX_OPTION_BYTES {
@@ -285,14 +307,16 @@ impl Segment {
         for p in payload {
             out.extend_from_slice(p);
         }
-        let sum = checksum(src.ip(), dst.ip(), &out);
-        out[16..18].copy_from_slice(&sum.to_be_bytes());
+        if checksum_mode == Checksum::Compute {
+            let sum = checksum(src.ip(), dst.ip(), &out);
+            out[16..18].copy_from_slice(&sum.to_be_bytes());
+        }
         Ok(out)
     }
 
     /// Parses a segment; `src`/`dst` are the datagram's addresses (for the checksum).
     pub fn decode(bytes: &[u8], src: SocketAddr, dst: SocketAddr) -> Result<Segment, SegmentError> {
-        let (header, offset) = Header::decode(bytes, src, dst)?;
+        let (header, offset) = Header::decode(bytes, src, dst, Checksum::Compute)?;
         Ok(header.with(Bytes::copy_from_slice(&bytes[offset..])))
     }
 
@@ -305,7 +329,18 @@ impl Segment {
         src: SocketAddr,
         dst: SocketAddr,
     ) -> Result<Segment, SegmentError> {
-        let (header, offset) = Header::decode(&bytes, src, dst)?;
+        Segment::decode_owned_checksummed(bytes, src, dst, Checksum::Compute)
+    }
+
+    /// [`Segment::decode_owned`], with the checksum checked or, offloaded,
+    /// taken as good.
+    pub fn decode_owned_checksummed(
+        bytes: Vec<u8>,
+        src: SocketAddr,
+        dst: SocketAddr,
+        checksum_mode: Checksum,
+    ) -> Result<Segment, SegmentError> {
+        let (header, offset) = Header::decode(&bytes, src, dst, checksum_mode)?;
         let mut payload = Bytes::from(bytes);
         payload.advance(offset);
         Ok(header.with(payload))
@@ -330,6 +365,7 @@ impl Header {
         bytes: &[u8],
         src: SocketAddr,
         dst: SocketAddr,
+        checksum_mode: Checksum,
     ) -> Result<(Header, usize), SegmentError> {
         if bytes.len() < TCP_HEADER_BYTES {
             return Err(SegmentError::Truncated { len: bytes.len() });
@@ -341,7 +377,7 @@ impl Header {
                 len: bytes.len(),
             });
         }
-        if checksum(src.ip(), dst.ip(), bytes) != 0 {
+        if checksum_mode == Checksum::Compute && checksum(src.ip(), dst.ip(), bytes) != 0 {
             return Err(SegmentError::BadChecksum);
         }
         let be16 = |i: usize| u16::from_be_bytes([bytes[i], bytes[i + 1]]);
@@ -496,6 +532,37 @@ mod tests {
         let bytes = seg.encode(a, b).unwrap();
         assert_eq!(bytes.len(), 20 + 12 + 4 + 16 + 3);
         assert_eq!(Segment::decode(&bytes, a, b).unwrap(), seg);
+    }
+
+    #[test]
+    fn an_offloaded_checksum_is_left_zero_and_not_checked() {
+        let (a, b) = addrs();
+        let seg = data_segment(vec![1, 2, 3]);
+        let payload: &[u8] = &seg.payload;
+        let computed = seg
+            .encode_checksummed(&[payload], a, b, Checksum::Compute)
+            .unwrap();
+        let offloaded = seg
+            .encode_checksummed(&[payload], a, b, Checksum::Offload)
+            .unwrap();
+        assert_ne!(computed[16..18], [0, 0]);
+        assert_eq!(offloaded[16..18], [0, 0]);
+        assert_eq!(computed[..16], offloaded[..16]);
+        assert_eq!(computed[18..], offloaded[18..]);
+        // A byte changed in flight: rejected when checked, taken as it is
+        // when the check is offloaded.
+        let mut bad = computed.clone();
+        *bad.last_mut().unwrap() ^= 0x10;
+        assert_eq!(
+            Segment::decode_owned_checksummed(bad.clone(), a, b, Checksum::Compute),
+            Err(SegmentError::BadChecksum)
+        );
+        let taken = Segment::decode_owned_checksummed(bad, a, b, Checksum::Offload).unwrap();
+        assert_eq!(taken.payload[..], [1, 2, 0x13]);
+        assert_eq!(
+            Segment::decode_owned_checksummed(offloaded, a, b, Checksum::Offload).unwrap(),
+            seg
+        );
     }
 
     #[test]
