@@ -180,6 +180,14 @@ pub trait App {
     fn keep_history(&mut self, keep: bool) {
         let _ = keep;
     }
+    /// Whether to keep the payload digests ([`StreamDigest`]: bytes and a
+    /// CRC over every byte sent or received) of the final report (the
+    /// default). A driver that never compares them (see
+    /// [`verify_delivery`]) turns them off and saves the CRC over every
+    /// payload; the report's per-stream digests then stay empty.
+    fn keep_digests(&mut self, keep: bool) {
+        let _ = keep;
+    }
     /// Names memory outside the app's own struct that its next event will
     /// touch, as address ranges for a prefetch (see
     /// `Transport::hot_memory`): a hint, nothing is read through them.
@@ -367,6 +375,8 @@ pub struct MessageSource {
     sink: Sink,
     /// Record every sent message in the report ([`App::keep_history`]).
     history: bool,
+    /// Keep the per-stream digests ([`App::keep_digests`]).
+    digests: bool,
     /// `Some(base)`: the schedule counts from `base`, and is shifted to
     /// start when the transport reports `Established` (until then nothing
     /// is due). `shift` is that offset once known.
@@ -403,6 +413,7 @@ impl MessageSource {
             },
             sink: Sink::messages(),
             history: true,
+            digests: true,
             wait_established: None,
             shift: None,
         }
@@ -435,11 +446,13 @@ impl MessageSource {
         fill_payload(id, spec.bytes as usize, &mut self.buf);
         match ctx.send(spec.stream, spec.unordered, &self.buf) {
             Ok(transport_id) => {
-                self.report
-                    .streams
-                    .entry(spec.stream)
-                    .or_default()
-                    .update(&self.buf);
+                if self.digests {
+                    self.report
+                        .streams
+                        .entry(spec.stream)
+                        .or_default()
+                        .update(&self.buf);
+                }
                 if !self.history {
                     return true;
                 }
@@ -553,6 +566,11 @@ impl App for MessageSource {
         self.sink.keep_history(keep);
     }
 
+    fn keep_digests(&mut self, keep: bool) {
+        self.digests = keep;
+        self.sink.keep_digests(keep);
+    }
+
     fn finish(self: Box<Self>) -> AppReport {
         let mut report = self.report;
         report.waiting = usize::from(self.head.is_some());
@@ -610,6 +628,8 @@ pub struct Sink {
     report: SinkReport,
     /// Record every delivery in the report ([`App::keep_history`]).
     history: bool,
+    /// Keep the per-stream digests ([`App::keep_digests`]).
+    digests: bool,
 }
 
 impl Sink {
@@ -617,12 +637,14 @@ impl Sink {
         Sink {
             report: SinkReport::new(Framing::Message),
             history: true,
+            digests: true,
         }
     }
     pub fn stream() -> Self {
         Sink {
             report: SinkReport::new(Framing::Stream),
             history: true,
+            digests: true,
         }
     }
 }
@@ -639,11 +661,13 @@ impl App for Sink {
                 payload,
                 ..
             } => {
-                self.report
-                    .streams
-                    .entry(stream)
-                    .or_default()
-                    .update(&payload);
+                if self.digests {
+                    self.report
+                        .streams
+                        .entry(stream)
+                        .or_default()
+                        .update(&payload);
+                }
                 if self.history && self.report.framing == Framing::Message {
                     self.report.deliveries.push(Delivery {
                         time: ctx.now(),
@@ -678,6 +702,10 @@ impl App for Sink {
 
     fn keep_history(&mut self, keep: bool) {
         self.history = keep;
+    }
+
+    fn keep_digests(&mut self, keep: bool) {
+        self.digests = keep;
     }
 }
 

@@ -561,6 +561,11 @@ impl Simulation {
         self.endpoints[endpoint.0].app.keep_history(keep);
     }
 
+    /// [`App::keep_digests`] of one endpoint's app.
+    pub fn keep_app_digests(&mut self, endpoint: EndpointId, keep: bool) {
+        self.endpoints[endpoint.0].app.keep_digests(keep);
+    }
+
     /// [`App::drain_history`] of one endpoint's app.
     pub fn drain_app_history(&mut self, endpoint: EndpointId) -> crate::app::AppHistory {
         self.endpoints[endpoint.0].app.drain_history()

@@ -678,3 +678,57 @@ fn datagrams_before_start_are_dropped() {
     assert_eq!(b1.stats.datagrams_received, 0);
     assert_eq!(result.unroutable, 0);
 }
+
+// Digests off: the reports carry no per-stream digest, everything else
+// (deliveries, what was sent) is as with them on.
+#[test]
+fn payload_digests_can_be_turned_off() {
+    let seed = test_seed(9);
+    let _r = Reproduce(seed);
+    let run = |digests: bool| {
+        let schedule: Vec<MessageSpec> = (0..20)
+            .map(|i| MessageSpec {
+                at: ms(1 + 10 * i),
+                stream: (i % 2) as u16,
+                bytes: 100,
+                unordered: false,
+            })
+            .collect();
+        let topology = Topology::TwoHost {
+            forward: link(50, Some(10_000_000)),
+            reverse: link(50, None),
+        };
+        let flow = FlowSpec::new(
+            datagram_endpoint(MessageSource::new(schedule)),
+            datagram_endpoint(Sink::messages()),
+        );
+        let mut sim = Simulation::new(seed, &topology, vec![flow]).unwrap();
+        for side in [Side::A, Side::B] {
+            let id = sim.endpoint_id(FlowId(0), side);
+            sim.keep_app_digests(id, digests);
+        }
+        sim.run(ms(1000))
+    };
+    let (on, off) = (run(true), run(false));
+    let parts = |r: &thinstream_sim::RunResult| {
+        let source = r.endpoint(FlowId(0), Side::A).app.source().unwrap().clone();
+        let sink = r
+            .endpoint(FlowId(0), Side::B)
+            .app
+            .received()
+            .unwrap()
+            .clone();
+        (source, sink)
+    };
+    let ((src_on, sink_on), (src_off, sink_off)) = (parts(&on), parts(&off));
+    assert_eq!(src_on.streams.len(), 2);
+    assert_eq!(sink_on.streams.len(), 2);
+    assert!(src_off.streams.is_empty() && sink_off.streams.is_empty());
+    assert_eq!(sink_on.deliveries, sink_off.deliveries);
+    assert_eq!(sink_off.deliveries.len(), 20);
+    assert_eq!(src_on.sent, src_off.sent);
+    assert_eq!(
+        verify_delivery(&src_on, &sink_on, true).unwrap().delivered,
+        20
+    );
+}
