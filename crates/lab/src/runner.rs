@@ -698,11 +698,13 @@ fn run_streaming(
         let a = sim.endpoint_id(FlowId(*flow), Side::A);
         sim.keep_records(a, RecordFilter::Only(throughput_record));
     }
+    // Of the apps' histories only the senders' is read (the application
+    // send times); a receiver's deliveries are in its trace records.
     for (flow, _) in measured {
         for side in [Side::A, Side::B] {
             let id = sim.endpoint_id(FlowId(*flow), side);
             sim.keep_records(id, RecordFilter::All);
-            sim.keep_app_history(id, true);
+            sim.keep_app_history(id, side == Side::A);
         }
     }
     // Each measured flow's throughput series, and whether a series is
