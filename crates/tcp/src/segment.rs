@@ -7,7 +7,11 @@
 //! `IP_HEADER_BYTES + payload.len()` (see [`wire_bytes`]). The checksum is the
 //! real TCP checksum over the IPv4/IPv6 pseudo-header built from the
 //! datagram's addresses, so a link that corrupts bits makes the segment fail
-//! to parse instead of delivering wrong bytes.
+//! to parse instead of delivering wrong bytes. With checksum offload
+//! ([`Checksum::Offload`], `TcpConfig::checksum_offload`) the field is left
+//! zero and not checked, as a network card that computes it would leave it
+//! to the card: for paths that cannot corrupt a byte, where the check
+//! never rejects anything.
 //!
 //! Parsing never panics: every malformed input is a [`SegmentError`].
 
