@@ -64,16 +64,22 @@ fn without_wall(json: &str) -> String {
 }
 
 fn run_json(text: &str, options: &PlanOptions, jobs: usize) -> String {
+    let run = RunOptions {
+        jobs,
+        ..RunOptions::default()
+    };
+    run_with(text, options, &run).0
+}
+
+/// The results JSON of `text` run with these options, and the outcomes.
+fn run_with(
+    text: &str,
+    options: &PlanOptions,
+    run: &RunOptions,
+) -> (String, Vec<crate::runner::RunOutcome>) {
     let plan = Plan::new(parse(text).unwrap(), options).unwrap();
-    let outcomes = run_all(
-        &plan,
-        &RunOptions {
-            jobs,
-            ..RunOptions::default()
-        },
-    )
-    .unwrap();
-    Results::build(&plan, &outcomes, 1.0).to_json()
+    let outcomes = run_all(&plan, run).unwrap();
+    (Results::build(&plan, &outcomes, 1.0).to_json(), outcomes)
 }
 
 // A small file parses; the reverse link defaults to the forward one.
@@ -555,9 +561,7 @@ preset = "newreno"
 "#;
 
 fn run_tcp_json(text: &str, options: RunOptions) -> (String, Vec<crate::runner::RunOutcome>) {
-    let plan = Plan::new(parse(text).unwrap(), &PlanOptions::default()).unwrap();
-    let outcomes = run_all(&plan, &options).unwrap();
-    (Results::build(&plan, &outcomes, 1.0).to_json(), outcomes)
+    run_with(text, &PlanOptions::default(), &options)
 }
 
 // Without a corrupting link or a capture, a run leaves TCP's checksum to
