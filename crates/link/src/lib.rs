@@ -15,7 +15,7 @@ pub use config::{
 };
 pub use error::LinkConfigError;
 pub use held::{HeldLink, HoldLimit};
-pub use link::{DropPredicate, Link, SendReport};
+pub use link::{Admission, DropPredicate, Link, SendReport};
 pub use stats::{Counter, DropCause, DropCounters, LinkStats};
 
 #[cfg(test)]

@@ -30,6 +30,17 @@ pub struct SendReport {
     pub corrupted: u8,
 }
 
+/// What [`Link::admit`] decided for one offered datagram.
+#[derive(Debug)]
+pub struct Admission {
+    /// What happened, as [`Link::send_report`] says it.
+    pub report: SendReport,
+    /// When the offered datagram arrives, if it passes.
+    pub arrival: Option<Instant>,
+    /// A duplicate that passes, with its arrival.
+    pub duplicate: Option<(Instant, Datagram)>,
+}
+
 /// One direction of a link, built from a [`LinkConfig`] and a seed.
 ///
 /// Pipeline (a bottleneck router followed by a propagation path):
@@ -235,6 +246,23 @@ impl Link {
         datagram: Datagram,
         out: &mut Vec<(Instant, Datagram)>,
     ) -> SendReport {
+        let mut datagram = datagram;
+        let admission = self.admit(now, &mut datagram);
+        if let Some(at) = admission.arrival {
+            out.push((at, datagram));
+        }
+        if let Some(copy) = admission.duplicate {
+            out.push(copy);
+        }
+        admission.report
+    }
+
+    /// Offers `datagram` to the link and says when it arrives, leaving it
+    /// with the caller (corrupted in place if the corruption stage hit it):
+    /// the same decisions, in the same order, as [`Link::send_report`],
+    /// without moving the datagram through the link. A duplicate, if one
+    /// is made and passes, is handed back with its arrival.
+    pub fn admit(&mut self, now: Instant, datagram: &mut Datagram) -> Admission {
         debug_assert!(
             now >= self.last_now,
             "Link::send: time went backwards ({now} < {})",
@@ -255,7 +283,7 @@ impl Link {
             None => (false, false, false, false, false),
             Some(r) => (
                 in_outage(&r.outages, now),
-                r.predicate.as_mut().is_some_and(|f| f(&datagram)),
+                r.predicate.as_mut().is_some_and(|f| f(datagram)),
                 r.listed.drops(k),
                 r.periodic.as_mut().is_some_and(|p| p.drops(k)),
                 r.trace.as_ref().is_some_and(|t| t.drops(k)),
@@ -278,58 +306,79 @@ impl Link {
         ]
         .into_iter()
         .find_map(|(hit, cause)| hit.then_some(cause));
-        let mut report = SendReport::default();
+        let mut admission = Admission {
+            report: SendReport::default(),
+            arrival: None,
+            duplicate: None,
+        };
         if let Some(cause) = cause {
             self.stats.record_drop(cause, len);
-            report.dropped = Some(cause);
-            return report;
+            admission.report.dropped = Some(cause);
+            return admission;
         }
 
-        let copy = if duplicated {
+        // The copy is taken before the original can be corrupted.
+        let mut copy = if duplicated {
             self.stats.duplicated += 1;
-            report.duplicated = true;
+            admission.report.duplicated = true;
             Some(datagram.clone())
         } else {
             None
         };
-        for (i, mut d) in std::iter::once(datagram).chain(copy).enumerate() {
-            let departure = match &mut self.queue {
-                Some(q) => match q.offer(now, len) {
-                    Some(t) => t,
-                    None => {
-                        self.stats.record_drop(DropCause::QueueOverflow, len);
-                        if i == 0 {
-                            report.dropped = Some(DropCause::QueueOverflow);
-                        }
-                        continue;
-                    }
-                },
-                None => now,
-            };
-            if self.rare.as_mut().is_some_and(|r| {
-                r.corrupter
-                    .as_mut()
-                    .is_some_and(|c| c.maybe_corrupt(&mut d.payload))
-            }) {
-                self.stats.corrupted += 1;
-                report.corrupted += 1;
-            }
-            let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
-            let arrival = match self.tick {
-                Some(t) => crate::stage::tick::release(arrival, t),
-                None => arrival,
-            };
-            debug_assert!(arrival >= now);
-            if arrival < self.latest_arrival {
-                self.stats.reordered += 1;
-            } else {
-                self.latest_arrival = arrival;
-            }
-            self.stats.delivered.add(len);
-            report.delivered += 1;
-            out.push((arrival, d));
+        admission.arrival = self.pass(now, len, &mut datagram.payload, &mut admission.report);
+        if admission.arrival.is_none() {
+            admission.report.dropped = Some(DropCause::QueueOverflow);
         }
-        report
+        if let Some(mut d) = copy.take() {
+            if let Some(at) = self.pass(now, len, &mut d.payload, &mut admission.report) {
+                admission.duplicate = Some((at, d));
+            }
+        }
+        admission
+    }
+
+    /// One copy through the queue, the corruption stage and the delay
+    /// line: its arrival, or `None` if the queue overflowed.
+    #[inline(always)]
+    fn pass(
+        &mut self,
+        now: Instant,
+        len: usize,
+        payload: &mut [u8],
+        report: &mut SendReport,
+    ) -> Option<Instant> {
+        let departure = match &mut self.queue {
+            Some(q) => match q.offer(now, len) {
+                Some(t) => t,
+                None => {
+                    self.stats.record_drop(DropCause::QueueOverflow, len);
+                    return None;
+                }
+            },
+            None => now,
+        };
+        if self.rare.as_mut().is_some_and(|r| {
+            r.corrupter
+                .as_mut()
+                .is_some_and(|c| c.maybe_corrupt(payload))
+        }) {
+            self.stats.corrupted += 1;
+            report.corrupted += 1;
+        }
+        let (arrival, _passage): (Instant, Passage) = self.delay.arrival(departure);
+        let arrival = match self.tick {
+            Some(t) => crate::stage::tick::release(arrival, t),
+            None => arrival,
+        };
+        debug_assert!(arrival >= now);
+        if arrival < self.latest_arrival {
+            self.stats.reordered += 1;
+        } else {
+            self.latest_arrival = arrival;
+        }
+        self.stats.delivered.add(len);
+        report.delivered += 1;
+        Some(arrival)
     }
 
     /// The config this link was built from (for printing a run's parameters).

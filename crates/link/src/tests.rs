@@ -292,6 +292,48 @@ fn corruption_flips_one_bit_of_delivered_copies() {
     assert!((800..1200).contains(&corrupted), "{corrupted}");
 }
 
+// `admit` leaves the datagram with the caller: a duplicate is taken before
+// the original can be corrupted, so each copy differs from what was sent by
+// its own corruption draw only, and the report counts exactly those.
+#[test]
+fn admit_corrupts_each_copy_on_its_own_draw() {
+    let mut l = Link::new(&netem("delay 5ms duplicate 50% corrupt 50%"), Seed(21));
+    let bits = |a: &Datagram, b: &Datagram| -> u32 {
+        a.payload
+            .iter()
+            .zip(&b.payload)
+            .map(|(x, y)| (x ^ y).count_ones())
+            .sum()
+    };
+    let (mut duplicates, mut corrupted) = (0u64, 0u64);
+    for i in 0..2000u32 {
+        let sent = dgram(i, 64);
+        let mut d = sent.clone();
+        let now = Instant::from_millis(u64::from(i));
+        let a = l.admit(now, &mut d);
+        assert_eq!(a.arrival, Some(now + Duration::from_millis(5)));
+        let mut flipped = bits(&d, &sent);
+        if let Some((at, copy)) = &a.duplicate {
+            assert!(a.report.duplicated);
+            assert_eq!(*at, now + Duration::from_millis(5));
+            flipped += bits(copy, &sent) * 16;
+            duplicates += 1;
+        } else {
+            assert!(!a.report.duplicated);
+        }
+        // At most one bit per copy, and the report says which copies.
+        assert!(flipped & 0xf <= 1 && flipped >> 4 <= 1, "{flipped}");
+        let copies_hit = u8::from(flipped & 0xf == 1) + u8::from(flipped >> 4 == 1);
+        assert_eq!(a.report.corrupted, copies_hit);
+        assert_eq!(a.report.delivered, 1 + u8::from(a.duplicate.is_some()));
+        corrupted += u64::from(copies_hit);
+    }
+    assert_eq!(l.stats().duplicated, duplicates);
+    assert_eq!(l.stats().corrupted, corrupted);
+    assert!((800..1200).contains(&duplicates), "{duplicates}");
+    assert_balanced(l.stats());
+}
+
 const RICH: &str = "delay 30ms 10ms loss gemodel 2% 30% 80% 0.5% duplicate 3% corrupt 1% \
                     reorder 5% gap 2 rate 2mbit 28 limit 20";
 

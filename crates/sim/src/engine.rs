@@ -331,8 +331,7 @@ pub struct Simulation {
     link_to: Vec<u32>,
     /// Indexed like `links`.
     link_names: Vec<LinkName>,
-    /// Reused buffers: link output and drained transmits.
-    link_out: Vec<(Instant, Datagram)>,
+    /// Reused buffer: drained transmits.
     tx_buf: Vec<Datagram>,
     capture: Option<(CapturePoint, PcapWriter)>,
     pcap_skipped: u64,
@@ -463,7 +462,6 @@ impl Simulation {
             link_to,
             links,
             link_names,
-            link_out: Vec::new(),
             tx_buf: Vec::new(),
             capture: None,
             pcap_skipped: 0,
@@ -988,24 +986,31 @@ impl Simulation {
         }
     }
 
-    fn send_on_link(&mut self, link: LinkId, now: Instant, datagram: Datagram) {
-        self.links[link.0]
-            .link
-            .send(now, datagram, &mut self.link_out);
-        for (at, datagram) in self.link_out.drain(..) {
-            debug_assert!(
-                at >= now,
-                "link {} delivers into the past",
-                self.link_names[link.0].label
-            );
-            self.queue.push(
-                at.max(now),
-                Event::LinkExit {
-                    link: slot_index(link.0),
-                    datagram: datagram.into(),
-                },
-            );
+    fn send_on_link(&mut self, link: LinkId, now: Instant, mut datagram: Datagram) {
+        // The datagram stays here while the link decides (a move through
+        // the link and back costs copies of its 88 bytes).
+        let admission = self.links[link.0].link.admit(now, &mut datagram);
+        if let Some(at) = admission.arrival {
+            self.push_link_exit(link, now, at, datagram);
         }
+        if let Some((at, copy)) = admission.duplicate {
+            self.push_link_exit(link, now, at, copy);
+        }
+    }
+
+    fn push_link_exit(&mut self, link: LinkId, now: Instant, at: Instant, datagram: Datagram) {
+        debug_assert!(
+            at >= now,
+            "link {} delivers into the past",
+            self.link_names[link.0].label
+        );
+        self.queue.push(
+            at.max(now),
+            Event::LinkExit {
+                link: slot_index(link.0),
+                datagram: datagram.into(),
+            },
+        );
     }
 
     fn link_exit(&mut self, link: LinkId, now: Instant, datagram: Datagram) {
