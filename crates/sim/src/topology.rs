@@ -11,6 +11,7 @@
 //! results of smaller topologies do not change.
 
 use crate::{EndpointId, FlowId, LinkId, Side};
+use smallvec::SmallVec;
 use std::fmt;
 use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -265,8 +266,11 @@ impl Slot for EndpointId {
 #[derive(Debug, Clone)]
 pub(crate) struct AddrTable<V> {
     first: usize,
-    /// (port, value slot); `EMPTY` marks an id without an entry.
-    entries: Vec<(u16, u32)>,
+    /// (port, value slot); `EMPTY` marks an id without an entry. A host of
+    /// one endpoint (every host of a dumbbell) keeps its entry inline, in
+    /// the node itself, rather than in a heap block of its own: a delivery
+    /// then reads no line beyond the node.
+    entries: SmallVec<[(u16, u32); 1]>,
     _value: PhantomData<V>,
 }
 
@@ -287,7 +291,7 @@ impl<V: Slot> AddrTable<V> {
             .collect();
         let first = pairs.iter().map(|p| p.0).min().unwrap_or(0);
         let last = pairs.iter().map(|p| p.0 + 1).max().unwrap_or(0);
-        let mut entries = vec![(0, Self::EMPTY); last.saturating_sub(first)];
+        let mut entries = SmallVec::from_elem((0, Self::EMPTY), last.saturating_sub(first));
         for (id, port, slot) in pairs {
             // A later pair for the same address replaces the earlier one,
             // as a map insert would.
