@@ -136,14 +136,16 @@ struct Open {
 }
 
 /// Latency samples of one kind: (submission index, retransmissions, raw
-/// nanoseconds: one-way delay not yet removed).
+/// nanoseconds: one-way delay not yet removed), 16 bytes each. A flow
+/// whose submission index passes `u32::MAX` (four billion messages) puts
+/// the kind's samples into the histogram from then on, as past the limit.
 /// Past the sample limit, a histogram of the values (the one-way delay
 /// removed where known while recording: `none` and a given delay; the
 /// `min-observed` one is removed at the end, see
 /// [`LatencyHistogram::shifted_down`]).
 #[derive(Clone, Debug, Default)]
 struct Samples {
-    exact: Vec<(u64, u32, u64)>,
+    exact: Vec<(u32, u32, u64)>,
     /// Boxed: a flow's kinds that never reach the sample limit (most, in a
     /// run of many short flows) then take a word each instead of the
     /// histogram's few hundred bytes.
@@ -349,6 +351,13 @@ impl FlowStream {
     pub fn with_sample_limit(mut self, limit: usize) -> FlowStream {
         self.sample_limit = Some(limit);
         self
+    }
+
+    /// Counts `n` submissions as already made (tests: a flow past four
+    /// billion messages without making them).
+    #[cfg(test)]
+    pub(crate) fn skip_submissions(&mut self, n: u64) {
+        self.submitted += n;
     }
 
     /// Latency samples held exactly now, over all kinds.
@@ -982,7 +991,8 @@ impl FlowStream {
         // one-way delay so far removed (every delivery latency is at
         // least that): a later, smaller one shifts them up.
         let provisional = matches!(owd, OwdCorrection::MinObserved) && kind.owd_corrected();
-        if s.hist.is_none() && limit.is_some_and(|l| s.exact.len() >= l) {
+        let index = u32::try_from(index).ok();
+        if s.hist.is_none() && (limit.is_some_and(|l| s.exact.len() >= l) || index.is_none()) {
             let mut h = LatencyHistogram::new();
             s.base = if provisional { min } else { Duration::ZERO };
             for (_, r, v) in s.exact.drain(..) {
@@ -1001,7 +1011,11 @@ impl FlowStream {
                 let v = corrected_now(owd, kind, raw).saturating_sub(s.base);
                 h.record(retransmissions, v.as_nanos());
             }
-            None => s.exact.push((index, retransmissions, raw.as_nanos())),
+            None => {
+                // A histogram was made above for an index beyond u32.
+                let index = index.unwrap_or(u32::MAX);
+                s.exact.push((index, retransmissions, raw.as_nanos()));
+            }
         }
     }
 

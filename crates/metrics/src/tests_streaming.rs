@@ -727,3 +727,50 @@ fn streamed_copy_of_a_sacked_delivered_message_counts_as_in_the_whole_trace() {
         assert_eq!(digest, full, "records fed {chunk_ms} ms at a time");
     }
 }
+
+// Exact samples keep the submission index in 32 bits; a flow whose index
+// passes that (four billion messages) moves the kind to the histogram:
+// counts, mean and maximum stay exact, and nothing is lost or panics.
+#[test]
+fn a_submission_index_beyond_32_bits_moves_the_kind_to_the_histogram() {
+    use crate::joined::FlowStream;
+    let (tx, rx) = two_sided(7, 200, 0.05, false);
+    let kinds = [LatencyKind::AckFromFirstTx];
+    let run = |skip: u64| {
+        let mut s = FlowStream::new(OwdCorrection::None, &kinds, None).unwrap();
+        s.skip_submissions(skip);
+        let end = tx.iter().chain(&rx).map(Record::time).max().unwrap();
+        s.push(tx.clone(), rx.clone(), end).unwrap();
+        s.finish().unwrap().0
+    };
+    let exact = run(0);
+    assert!(exact.histograms.is_empty());
+    let samples = &exact.latencies[&LatencyKind::AckFromFirstTx];
+    assert!(samples.len() > 150, "{}", samples.len());
+    // The first messages get indices below 2^32, the rest above.
+    let past = run(u64::from(u32::MAX) - 20);
+    assert!(past.latencies[&LatencyKind::AckFromFirstTx].is_empty());
+    let h = &past.histograms[&LatencyKind::AckFromFirstTx];
+    assert_eq!(h.count(), samples.len() as u64);
+    let all = h.stats(None).unwrap();
+    let n = samples.len() as f64;
+    let mean = samples.iter().map(|x| x.nanos as f64).sum::<f64>() / n;
+    assert!(
+        (all.mean_ns - mean).abs() < 1e-6 * mean,
+        "{} {mean}",
+        all.mean_ns
+    );
+    let max = samples.iter().map(|x| x.nanos).max().unwrap();
+    assert_eq!(all.max.as_nanos(), max);
+    for g in 0..4 {
+        let in_group = samples
+            .iter()
+            .filter(|x| (x.retransmissions as usize).min(3) == g)
+            .count() as u64;
+        assert_eq!(
+            h.stats(Some(g)).map_or(0, |st| st.count),
+            in_group,
+            "group {g}"
+        );
+    }
+}
