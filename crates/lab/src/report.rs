@@ -658,8 +658,9 @@ fn front_matter(parts: &[Part], real: &[RealComparison], quick: bool) -> String 
          computed for each statement. Latencies are in milliseconds; delivery latencies \
          (application, transport) are above the minimum one-way delay unless a table says \
          otherwise; `tohd` and loss in percent. Percentiles are nearest-rank over the pooled \
-         per-message latencies; a flow with more than {limit} messages (per latency kind) is \
-         summarised by an HDR histogram instead ({sigfig} significant digits): its percentiles are \
+         per-message latencies; a flow with more than {limit} messages (per latency kind; fewer \
+         when a run measures more than 32 flows, at least {floor}) is summarised by a \
+         histogram instead (HDR bucket layout, {sigfig} significant digits): its percentiles are \
          never below the exact ones and at most 1/1024 (0.1 %) above them, counts, means and \
          maxima stay exact (docs/memory.md).\n",
         if quick {
@@ -668,6 +669,7 @@ fn front_matter(parts: &[Part], real: &[RealComparison], quick: bool) -> String 
             ""
         },
         limit = crate::runner::STREAM_SAMPLE_LIMIT,
+        floor = crate::runner::STREAM_SAMPLE_FLOOR,
         sigfig = thinstream_metrics::HISTOGRAM_SIGFIG,
     );
     out.push_str("## Summary\n\n");

@@ -95,12 +95,29 @@ pub struct Detail {
 /// Virtual time between two reads of the trace records of a streamed run.
 pub const STREAM_PAUSE: Duration = Duration::from_secs(10);
 
-/// Exact latency samples a streamed run keeps per flow and latency kind;
-/// beyond, a histogram (`metrics::LatencyHistogram`: percentiles at most
-/// 0.1 % above the exact ones, plus the one-way delay's share for
+/// Exact latency samples a streamed run keeps per flow and latency kind
+/// at most; beyond, a histogram (`metrics::LatencyHistogram`: percentiles
+/// at most 0.1 % above the exact ones, plus the one-way delay's share for
 /// `min-observed`, see there). 2^16 samples: a thin stream sending every
-/// 250 ms reaches it after 4.5 simulated hours.
+/// 250 ms reaches it after 4.5 simulated hours. A run of more than
+/// [`STREAM_SAMPLE_BUDGET`] / 2^16 = 32 measured flows keeps fewer per
+/// flow: [`stream_sample_limit`].
 pub const STREAM_SAMPLE_LIMIT: usize = 1 << 16;
+
+/// Exact latency samples a streamed run keeps over all its measured flows
+/// per latency kind (16 bytes each: 32 MiB), so that its memory stops
+/// growing with the simulated duration however many flows it measures.
+pub const STREAM_SAMPLE_BUDGET: usize = 1 << 21;
+
+/// The fewest exact samples a flow keeps per kind, however many flows.
+pub const STREAM_SAMPLE_FLOOR: usize = 1 << 10;
+
+/// Exact samples each of `flows` measured flows keeps per latency kind:
+/// the budget shared out, between [`STREAM_SAMPLE_FLOOR`] and
+/// [`STREAM_SAMPLE_LIMIT`].
+pub fn stream_sample_limit(flows: usize) -> usize {
+    (STREAM_SAMPLE_BUDGET / flows.max(1)).clamp(STREAM_SAMPLE_FLOOR, STREAM_SAMPLE_LIMIT)
+}
 
 /// The most state the analyses of a streamed run held at any pause (the
 /// largest over its measured flows), to show that it does not grow with
@@ -679,11 +696,12 @@ fn run_streaming(
         None => Vec::new(),
     };
     let kinds = crate::record::latency_kinds(&plan.scenario);
+    let limit = stream_sample_limit(measured.len());
     let mut streams = measured
         .iter()
         .map(|_| {
             FlowStream::new(options.owd, &kinds, Some(options.summary_latency))
-                .map(|s| s.with_sample_limit(STREAM_SAMPLE_LIMIT))
+                .map(|s| s.with_sample_limit(limit))
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Keep only the records something reads: every record of measured

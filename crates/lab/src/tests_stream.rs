@@ -537,3 +537,24 @@ also = ["ack", "ack-cumulative"]
 "#,
     );
 }
+
+// The exact samples of a streamed run are shared out over its measured
+// flows: a run of up to 32 flows keeps 2^16 per flow, more flows keep the
+// budget between them, and no flow fewer than the floor.
+#[test]
+fn exact_samples_are_shared_out_over_the_measured_flows() {
+    use crate::runner::{
+        stream_sample_limit, STREAM_SAMPLE_BUDGET, STREAM_SAMPLE_FLOOR, STREAM_SAMPLE_LIMIT,
+    };
+    assert_eq!(stream_sample_limit(0), STREAM_SAMPLE_LIMIT);
+    assert_eq!(stream_sample_limit(1), STREAM_SAMPLE_LIMIT);
+    assert_eq!(stream_sample_limit(32), STREAM_SAMPLE_LIMIT);
+    assert!(stream_sample_limit(33) < STREAM_SAMPLE_LIMIT);
+    for flows in [33, 100, 1000, 2048] {
+        let l = stream_sample_limit(flows);
+        assert!(l * flows <= STREAM_SAMPLE_BUDGET, "{flows}: {l}");
+        assert!(l * flows > STREAM_SAMPLE_BUDGET - flows, "{flows}: {l}");
+    }
+    assert_eq!(stream_sample_limit(2049), STREAM_SAMPLE_FLOOR);
+    assert_eq!(stream_sample_limit(1_000_000), STREAM_SAMPLE_FLOOR);
+}

@@ -1,9 +1,9 @@
 //! Latency distributions in bounded memory: [`LatencyHistogram`].
 //!
-//! An HDR histogram (the `hdrhistogram` crate) per retransmission group
-//! (0, 1, 2, 3 or more retransmissions), with [`HISTOGRAM_SIGFIG`]
-//! significant decimal digits, plus the exact count, sum, minimum and
-//! maximum of each group. What it gives:
+//! A histogram per retransmission group (0, 1, 2, 3 or more
+//! retransmissions) with the bucket layout of an HDR histogram of
+//! [`HISTOGRAM_SIGFIG`] significant decimal digits, plus the exact count,
+//! sum, minimum and maximum of each group. What it gives:
 //!
 //! * exact: counts, the mean (from the exact sum), minimum and maximum;
 //! * a percentile (nearest rank, as [`crate::percentile_sorted`]): the
@@ -19,21 +19,62 @@
 //!   removed and shifts only when a smaller one turns up later, by the
 //!   difference: rare, and small.)
 //!
-//! Memory: about 128 KiB per group in use (4-byte counters, values up to
-//! about 20 minutes), whatever the number of samples.
+//! Memory: 1 KiB per chunk of 256 neighbouring buckets (a quarter of a
+//! power of two) that holds a sample (4-byte counters), whatever the
+//! number of samples. Chunks are allocated when first used, rather than
+//! the `hdrhistogram` crate's one dense array: that array holds every
+//! bucket from 0 ns up to the largest value, about 128 KiB per group for
+//! latencies of seconds, where one flow's latencies fill a few chunks.
+//! With a thousand flows the dense arrays took 480 KiB per flow. The layout is the crate's, checked
+//! against it bucket by bucket in the tests, so every reported value is
+//! the one the crate gives.
 
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thinstream_base::Duration;
 
 use crate::stats::LatencyStats;
 
-/// Significant decimal digits of every latency histogram.
+/// Significant decimal digits of every latency histogram: the bucket
+/// layout of an HDR histogram with this precision (2048 one-nanosecond
+/// buckets below 2048 ns, then 1024 buckets per power of two).
 pub const HISTOGRAM_SIGFIG: u8 = 3;
+
+/// Bits of a value below which every bucket is 1 ns wide (2^11 = 2048).
+const SUB_BITS: u32 = 11;
+/// Buckets per power of two above 2048 ns.
+const HALF: u64 = 1 << (SUB_BITS - 1);
+
+/// The bucket of `v`: buckets are numbered in ascending order of value.
+/// A value of `s + 11` significant bits (`s >= 1`) is cut to its top 11
+/// bits: bucket `1024·s + (v >> s)`, `2^s` ns wide.
+#[inline]
+fn bucket_of(v: u64) -> u32 {
+    let shift = (64 - (v | ((1 << SUB_BITS) - 1)).leading_zeros()) - SUB_BITS;
+    (u64::from(shift) * HALF + (v >> shift)) as u32
+}
+
+/// The highest value bucket `b` holds (what a percentile reports).
+#[inline]
+fn bucket_top(b: u32) -> u64 {
+    let b = u64::from(b);
+    if b < 2 * HALF {
+        return b;
+    }
+    let shift = b / HALF - 1;
+    let sub = b - shift * HALF;
+    (sub << shift) + ((1u64 << shift) - 1)
+}
+
+/// Buckets per chunk of counters: a quarter of a power of two.
+const CHUNK: usize = 256;
 
 #[derive(Clone, Debug)]
 struct Group {
-    hist: Histogram<u32>,
+    /// Counters of the buckets in use, in chunks of [`CHUNK`] neighbouring
+    /// buckets allocated when one of them is first used: `(chunk, counts)`
+    /// by chunk, bucket `b` in chunk `b / CHUNK` at `b % CHUNK`. A flow's
+    /// latencies fill a few chunks (1 KiB each), whatever their number.
+    chunks: Vec<(u32, Box<[u32; CHUNK]>)>,
     count: u64,
     sum: u128,
     min: u64,
@@ -43,8 +84,7 @@ struct Group {
 impl Group {
     fn new() -> Group {
         Group {
-            // Auto-resizing from [1, 2]: cannot fail for 3 digits.
-            hist: Histogram::new(HISTOGRAM_SIGFIG).unwrap_or_else(|_| unreachable!()),
+            chunks: Vec::new(),
             count: 0,
             sum: 0,
             min: u64::MAX,
@@ -52,13 +92,35 @@ impl Group {
         }
     }
 
+    /// The counters of chunk `c`, allocated if new.
+    fn chunk(&mut self, c: u32) -> &mut [u32; CHUNK] {
+        let i = match self.chunks.binary_search_by_key(&c, |(k, _)| *k) {
+            Ok(i) => i,
+            Err(i) => {
+                self.chunks.insert(i, (c, Box::new([0; CHUNK])));
+                i
+            }
+        };
+        &mut self.chunks[i].1
+    }
+
+    /// `n` samples into `v`'s bucket only (a bucket's count saturates at
+    /// `u32::MAX`; the exact count is `count`).
+    fn put(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let b = bucket_of(v) as usize;
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let slot = &mut self.chunk((b / CHUNK) as u32)[b % CHUNK];
+        *slot = slot.saturating_add(n);
+    }
+
     fn record_n(&mut self, nanos: u64, n: u64) {
         if n == 0 {
             return;
         }
-        if self.hist.record_n(nanos, n as u32).is_err() {
-            self.hist.saturating_record_n(nanos, n as u32);
-        }
+        self.put(nanos, n);
         self.count += n;
         self.sum += u128::from(nanos) * u128::from(n);
         self.min = self.min.min(nanos);
@@ -70,9 +132,10 @@ impl Group {
         if o.count == 0 {
             return;
         }
-        if self.hist.add(&o.hist).is_err() {
-            for (v, c) in o.buckets() {
-                self.hist.saturating_record_n(v, c as u32);
+        for (c, counts) in &o.chunks {
+            let mine = self.chunk(*c);
+            for (m, n) in mine.iter_mut().zip(counts.iter()) {
+                *m = m.saturating_add(*n);
             }
         }
         self.count += o.count;
@@ -83,10 +146,15 @@ impl Group {
 
     /// `(highest value of the bucket, count)` of every non-empty bucket, ascending.
     fn buckets(&self) -> Vec<(u64, u64)> {
-        self.hist
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), u64::from(v.count_at_value())))
-            .collect()
+        let mut out = Vec::new();
+        for (c, counts) in &self.chunks {
+            for (i, &n) in counts.iter().enumerate() {
+                if n > 0 {
+                    out.push((bucket_top(*c * CHUNK as u32 + i as u32), u64::from(n)));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -153,10 +221,7 @@ impl LatencyHistogram {
         for (g, o) in out.groups.iter_mut().zip(&self.groups) {
             for (v, c) in o.buckets() {
                 // A bucket's highest value may lie above the exact maximum.
-                let v = mv(v.min(o.max));
-                if g.hist.record_n(v, c as u32).is_err() {
-                    g.hist.saturating_record_n(v, c as u32);
-                }
+                g.put(mv(v.min(o.max)), c);
             }
             if o.count > 0 {
                 g.count = o.count;
@@ -284,10 +349,8 @@ impl<'de> Deserialize<'de> for LatencyHistogram {
         }
         let mut out = LatencyHistogram::new();
         for (g, f) in out.groups.iter_mut().zip(forms) {
-            for (v, c) in &f.buckets {
-                if g.hist.record_n(*v, *c as u32).is_err() {
-                    g.hist.saturating_record_n(*v, *c as u32);
-                }
+            for &(v, c) in &f.buckets {
+                g.put(v, c);
             }
             g.count = f.count;
             g.sum = f.sum;
@@ -342,6 +405,47 @@ mod tests {
         assert_eq!(back.stats(None), h.stats(None));
         let bad = serde_json::from_str::<LatencyHistogram>("[]").unwrap_err();
         assert!(bad.to_string().contains("4 retransmission groups"), "{bad}");
+    }
+
+    // The sparse buckets are the `hdrhistogram` crate's (3 digits): the
+    // same (highest value, count) list for values on every bucket edge
+    // and spread over the whole range.
+    #[test]
+    fn buckets_are_those_of_an_hdr_histogram() {
+        let mut ours = LatencyHistogram::new();
+        let mut hdr = hdrhistogram::Histogram::<u32>::new(HISTOGRAM_SIGFIG).unwrap();
+        let mut values = vec![0u64, 1, 2047, 2048, 2049, 4095, 4096, 1 << 40];
+        for s in 0..52u32 {
+            for d in [0u64, 1, 1023, 1024, 2047] {
+                let base = 1024u64 << s;
+                values.extend([base + (d << s), (base + (d << s)).saturating_sub(1)]);
+            }
+        }
+        let mut x = 99u64;
+        for _ in 0..100_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            values.push((x >> 20) >> ((x >> 8) % 40));
+        }
+        for &v in &values {
+            ours.record(2, v);
+            hdr.record(v).unwrap();
+        }
+        let theirs: Vec<(u64, u64)> = hdr
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), u64::from(v.count_at_value())))
+            .collect();
+        assert_eq!(ours.groups[2].buckets(), theirs);
+        assert!(theirs.len() > 10_000, "{}", theirs.len());
+        // The top of every bucket lies in that bucket, the next value in
+        // the next bucket.
+        for (top, _) in theirs {
+            assert_eq!(bucket_top(bucket_of(top)), top);
+            if top < u64::MAX {
+                assert_eq!(bucket_of(top + 1), bucket_of(top) + 1);
+            }
+        }
     }
 
     #[test]
