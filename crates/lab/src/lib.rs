@@ -80,9 +80,9 @@ pub use plan::{Plan, PlanOptions, PlannedVariant, RunSpec};
 pub use record::RunRecord;
 pub use results::{PointResult, RealInfo, RealRun, Results, VariantResult};
 pub use runner::{
-    flow_start, message_schedule, receiver_config, run_all, run_one, run_records,
+    flow_start, message_schedule, receiver_config, run_all, run_one, run_records, stream_pause,
     stream_sample_limit, streams, two_host_links, Detail, RunOptions, RunOutcome, StreamPeak,
-    STREAM_PAUSE, STREAM_SAMPLE_BUDGET, STREAM_SAMPLE_FLOOR, STREAM_SAMPLE_LIMIT,
+    STREAM_PAUSE, STREAM_PAUSE_MIN, STREAM_SAMPLE_BUDGET, STREAM_SAMPLE_FLOOR, STREAM_SAMPLE_LIMIT,
 };
 pub use scenario::{GridPoint, Scenario, SweepParameter, SweepPoint, TransportKind};
 pub use thinstream_sim::CapturePoint;

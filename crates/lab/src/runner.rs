@@ -92,8 +92,27 @@ pub struct Detail {
     pub stream: bool,
 }
 
-/// Virtual time between two reads of the trace records of a streamed run.
+/// Virtual time between two reads of the trace records of a streamed run
+/// that measures at most 100 flows ([`stream_pause`]).
 pub const STREAM_PAUSE: Duration = Duration::from_secs(10);
+
+/// The shortest time between two reads of a streamed run's records.
+pub const STREAM_PAUSE_MIN: Duration = Duration::from_secs(1);
+
+/// Virtual time between two reads of the trace records of a streamed run
+/// measuring `flows` flows: [`STREAM_PAUSE`] up to 100 flows, then
+/// shorter in proportion, [`STREAM_PAUSE_MIN`] from 1000 flows on. The
+/// records are held until they are read, so up to 1000 flows they stay
+/// about as many as 100 flows write in 10 s; the limit is there because
+/// a read also costs a little per flow (each flow's analysis state is
+/// brought back into the caches), which with 2000 flows read every second
+/// already outweighs what the smaller record buffers save (docs/memory.md,
+/// "Records read more often with many flows"). Results do not depend on
+/// it.
+pub fn stream_pause(flows: usize) -> Duration {
+    let scaled = STREAM_PAUSE.as_nanos() * 100 / flows.max(100) as u64;
+    Duration::from_nanos(scaled.max(STREAM_PAUSE_MIN.as_nanos()))
+}
 
 /// Exact latency samples a streamed run keeps per flow and latency kind
 /// at most; beyond, a histogram (`metrics::LatencyHistogram`: percentiles
@@ -672,7 +691,7 @@ struct Streamed {
 type ThroughputPlan<'a> = (&'a ThroughputSpec, &'a [(usize, usize)], Instant);
 
 /// Runs `sim` to the plan's stop, reading every endpoint's records every
-/// [`STREAM_PAUSE`] of virtual time: those of measured flows go into their
+/// [`stream_pause`] of virtual time: those of measured flows go into their
 /// [`FlowStream`]s, the senders' records of every traced flow go into a
 /// [`ThroughputStream`] when the scenario asks for throughput series, the
 /// others are dropped, as are the apps' per-message histories.
@@ -748,7 +767,7 @@ fn run_streaming(
     let mut error = None;
     let mut peak = StreamPeak::default();
     let endpoints = sim.endpoint_count();
-    let reason = sim.run_until_pausing(plan.stop(), STREAM_PAUSE, |sim| {
+    let reason = sim.run_until_pausing(plan.stop(), stream_pause(measured.len()), |sim| {
         let upto = sim.now();
         let mut read = vec![false; endpoints];
         for (k, (flow, _)) in measured.iter().enumerate() {

@@ -558,3 +558,21 @@ fn exact_samples_are_shared_out_over_the_measured_flows() {
     assert_eq!(stream_sample_limit(2049), STREAM_SAMPLE_FLOOR);
     assert_eq!(stream_sample_limit(1_000_000), STREAM_SAMPLE_FLOOR);
 }
+
+// A streamed run of few flows reads its records every 10 s of virtual
+// time; with more flows, proportionally more often (the records held
+// between two reads stay about as many), never more than every second.
+#[test]
+fn records_are_read_more_often_the_more_flows_a_run_measures() {
+    use crate::runner::{stream_pause, STREAM_PAUSE, STREAM_PAUSE_MIN};
+    use thinstream_base::Duration;
+    for flows in [0, 1, 100] {
+        assert_eq!(stream_pause(flows), STREAM_PAUSE);
+    }
+    assert_eq!(stream_pause(200), Duration::from_secs(5));
+    assert_eq!(stream_pause(1000), Duration::from_secs(1));
+    assert_eq!(stream_pause(500), Duration::from_secs(2));
+    assert_eq!(STREAM_PAUSE_MIN, Duration::from_secs(1));
+    assert_eq!(stream_pause(4000), STREAM_PAUSE_MIN);
+    assert_eq!(stream_pause(1_000_000), STREAM_PAUSE_MIN);
+}
