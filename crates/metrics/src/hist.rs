@@ -19,15 +19,16 @@
 //!   removed and shifts only when a smaller one turns up later, by the
 //!   difference: rare, and small.)
 //!
-//! Memory: 1 KiB per chunk of 256 neighbouring buckets (a quarter of a
-//! power of two) that holds a sample (4-byte counters), whatever the
+//! Memory: 256 bytes per chunk of 64 neighbouring buckets (a sixteenth of
+//! a power of two) that holds a sample (4-byte counters), whatever the
 //! number of samples. Chunks are allocated when first used, rather than
 //! the `hdrhistogram` crate's one dense array: that array holds every
 //! bucket from 0 ns up to the largest value, about 128 KiB per group for
-//! latencies of seconds, where one flow's latencies fill a few chunks.
-//! With a thousand flows the dense arrays took 480 KiB per flow. The layout is the crate's, checked
-//! against it bucket by bucket in the tests, so every reported value is
-//! the one the crate gives.
+//! latencies of seconds, where one flow's latencies are spread thinly
+//! over some tens of chunks. With a thousand flows the dense arrays took
+//! 480 KiB per flow. The layout is the crate's, checked against it bucket
+//! by bucket in the tests, so every reported value is the one the crate
+//! gives.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thinstream_base::Duration;
@@ -65,15 +66,20 @@ fn bucket_top(b: u32) -> u64 {
     (sub << shift) + ((1u64 << shift) - 1)
 }
 
-/// Buckets per chunk of counters: a quarter of a power of two.
-const CHUNK: usize = 256;
+/// Buckets per chunk of counters: a sixteenth of a power of two. Smaller
+/// chunks hold fewer empty counters but are more to search and allocate:
+/// with 4000 flows for 600 s, 16 buckets took 232 MiB of peak RSS, 64
+/// took 265 and 256 took 337; at 1000 flows for 1800 s, 16 took 3-8 %
+/// more CPU time than 256, 64 within the spread (docs/memory.md).
+const CHUNK: usize = 64;
 
 #[derive(Clone, Debug)]
 struct Group {
     /// Counters of the buckets in use, in chunks of [`CHUNK`] neighbouring
     /// buckets allocated when one of them is first used: `(chunk, counts)`
     /// by chunk, bucket `b` in chunk `b / CHUNK` at `b % CHUNK`. A flow's
-    /// latencies fill a few chunks (1 KiB each), whatever their number.
+    /// latencies fill some tens of chunks (256 bytes each), whatever their
+    /// number.
     chunks: Vec<(u32, Box<[u32; CHUNK]>)>,
     count: u64,
     sum: u128,
