@@ -1386,8 +1386,10 @@ pub(crate) fn run_record(
                     )
                 })
                 .collect();
-            thinstream_lab::fairness::series(t, &pairs, &plan.scenario, generation_end)
-                .map_err(|e| anyhow!("throughput: {e}"))?
+            let series =
+                thinstream_lab::fairness::series(t, &pairs, &plan.scenario, generation_end)
+                    .map_err(|e| anyhow!("throughput: {e}"))?;
+            thinstream_lab::fairness::EntrySeries::reduce(&series)
         }
         None => Vec::new(),
     };

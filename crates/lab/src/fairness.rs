@@ -4,9 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use thinstream_base::{Duration, Instant};
-use thinstream_metrics::{
-    jain_index, jain_per_interval, FlowAnalysis, MetricsError, ThroughputSource,
-};
+use thinstream_metrics::{jain_index, FlowAnalysis, MetricsError, ThroughputSource};
 use thinstream_sim::RunResult;
 
 use crate::scenario::{Scenario, ThroughputSpec};
@@ -17,6 +15,127 @@ pub struct FlowSeries {
     /// Its `[[flows]]` entry.
     pub entry: usize,
     pub bytes: Vec<u64>,
+}
+
+/// The throughput series of one `[[flows]]` entry's flows in one run,
+/// reduced to what [`pool_throughput`] reads: per interval the sum over
+/// the flows and Jain's index among them, per flow its total. A run keeps
+/// this, not every flow's series, so its size grows with the intervals or
+/// with the flows, not with both ([`SeriesFolder`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntrySeries {
+    /// The `[[flows]]` entry.
+    pub entry: usize,
+    /// Intervals in the window (every flow's series has this many).
+    pub intervals: usize,
+    /// Bytes acknowledged per interval, summed over the entry's flows.
+    pub aggregate_bytes: Vec<u64>,
+    /// Jain's index among the entry's flows per interval (`None` where no
+    /// flow acknowledged anything).
+    pub jain: Vec<Option<f64>>,
+    /// Each flow's bytes acknowledged over the window, in flow order.
+    pub flow_bytes: Vec<u64>,
+}
+
+impl EntrySeries {
+    /// The entries of `series` (flows in the order given), in the order
+    /// their first flow comes.
+    pub fn reduce(series: &[FlowSeries]) -> Vec<EntrySeries> {
+        let mut folder = SeriesFolder::new(series.iter().map(|s| s.entry));
+        let intervals = series.iter().map(|s| s.bytes.len()).max().unwrap_or(0);
+        folder.fold(intervals, |flow, k| {
+            series[flow].bytes.get(k).copied().unwrap_or(0)
+        });
+        folder.finish(intervals)
+    }
+}
+
+/// Builds [`EntrySeries`] interval by interval while a run goes on: each
+/// interval is folded in once every flow's count for it is final, so no
+/// flow's whole series is ever held.
+#[derive(Clone, Debug)]
+pub struct SeriesFolder {
+    /// Per entry (order of first appearance): the entry, its flows' indices.
+    entries: Vec<(usize, Vec<usize>)>,
+    aggregate: Vec<Vec<u64>>,
+    jain: Vec<Vec<Option<f64>>>,
+    /// Per flow (index as given): bytes so far.
+    totals: Vec<u64>,
+    /// Intervals folded so far.
+    done: usize,
+    values: Vec<f64>,
+}
+
+impl SeriesFolder {
+    /// A folder for flows whose entries are `entry_of` (flow `i` is the
+    /// `i`-th item).
+    pub fn new(entry_of: impl IntoIterator<Item = usize>) -> SeriesFolder {
+        let mut entries: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut flows = 0;
+        for (i, e) in entry_of.into_iter().enumerate() {
+            match entries.iter_mut().find(|(x, _)| *x == e) {
+                Some((_, v)) => v.push(i),
+                None => entries.push((e, vec![i])),
+            }
+            flows = i + 1;
+        }
+        SeriesFolder {
+            aggregate: vec![Vec::new(); entries.len()],
+            jain: vec![Vec::new(); entries.len()],
+            entries,
+            totals: vec![0; flows],
+            done: 0,
+            values: Vec::new(),
+        }
+    }
+
+    /// Intervals folded so far.
+    pub fn done(&self) -> usize {
+        self.done
+    }
+
+    /// Folds intervals `done()..upto`, reading flow `f`'s count of
+    /// interval `k` as `bytes(f, k)` (final by now).
+    pub fn fold(&mut self, upto: usize, bytes: impl Fn(usize, usize) -> u64) {
+        for k in self.done..upto {
+            for (i, (_, flows)) in self.entries.iter().enumerate() {
+                self.values.clear();
+                let mut sum = 0u64;
+                for &f in flows {
+                    let b = bytes(f, k);
+                    sum += b;
+                    self.totals[f] += b;
+                    self.values.push(b as f64);
+                }
+                self.aggregate[i].push(sum);
+                self.jain[i].push(jain_index(&self.values));
+            }
+        }
+        self.done = self.done.max(upto);
+    }
+
+    /// The entries' series over `intervals` intervals (all folded).
+    pub fn finish(self, intervals: usize) -> Vec<EntrySeries> {
+        debug_assert_eq!(self.done, intervals, "unfolded intervals");
+        let SeriesFolder {
+            entries,
+            aggregate,
+            jain,
+            totals,
+            ..
+        } = self;
+        entries
+            .into_iter()
+            .zip(aggregate.into_iter().zip(jain))
+            .map(|((entry, flows), (aggregate_bytes, jain))| EntrySeries {
+                entry,
+                intervals,
+                aggregate_bytes,
+                jain,
+                flow_bytes: flows.iter().map(|&f| totals[f]).collect(),
+            })
+            .collect()
+    }
 }
 
 /// The window throughput is counted in: from `spec.from`, else the latest
@@ -204,7 +323,7 @@ fn mean(v: &[f64]) -> Option<f64> {
 pub fn pool_throughput(
     scenario: &Scenario,
     interval: Duration,
-    runs: &[&[FlowSeries]],
+    runs: &[&[EntrySeries]],
 ) -> Vec<EntryThroughput> {
     let mut out = Vec::new();
     for (e, entry) in scenario.flows.iter().enumerate() {
@@ -214,27 +333,22 @@ pub fn pool_throughput(
         let mut jain_totals = Vec::new();
         let mut flows = 0;
         for run in runs {
-            let mine: Vec<Vec<u64>> = run
-                .iter()
-                .filter(|s| s.entry == e)
-                .map(|s| s.bytes.clone())
-                .collect();
-            if mine.is_empty() {
+            let Some(mine) = run.iter().find(|s| s.entry == e) else {
+                continue;
+            };
+            if mine.flow_bytes.is_empty() {
                 continue;
             }
-            flows = mine.len();
-            let bins = mine.iter().map(Vec::len).max().unwrap_or(0);
-            for k in 0..bins {
-                let sum: u64 = mine.iter().map(|s| s.get(k).copied().unwrap_or(0)).sum();
-                aggregate.push(kbps(sum, interval));
-            }
+            flows = mine.flow_bytes.len();
+            aggregate.extend(mine.aggregate_bytes.iter().map(|b| kbps(*b, interval)));
             let totals: Vec<f64> = mine
+                .flow_bytes
                 .iter()
-                .map(|s| kbps(s.iter().sum(), interval) / s.len().max(1) as f64)
+                .map(|b| kbps(*b, interval) / mine.intervals.max(1) as f64)
                 .collect();
             jain_totals.extend(jain_index(&totals));
             per_flow.extend(totals);
-            jain.extend(jain_per_interval(&mine));
+            jain.extend(mine.jain.iter().copied());
         }
         if flows == 0 {
             continue;
@@ -266,4 +380,59 @@ pub fn pool_throughput(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flows() -> Vec<FlowSeries> {
+        let s = |entry, bytes: &[u64]| FlowSeries {
+            entry,
+            bytes: bytes.to_vec(),
+        };
+        vec![s(0, &[10, 0, 5]), s(1, &[1, 2, 3]), s(0, &[10, 10, 0])]
+    }
+
+    #[test]
+    fn an_entry_keeps_sums_jain_per_interval_and_flow_totals() {
+        let r = EntrySeries::reduce(&flows());
+        assert_eq!(
+            r,
+            vec![
+                EntrySeries {
+                    entry: 0,
+                    intervals: 3,
+                    aggregate_bytes: vec![20, 10, 5],
+                    // [10, 10]: equal shares; [0, 10] and [5, 0]: one of two.
+                    jain: vec![Some(1.0), Some(0.5), Some(0.5)],
+                    flow_bytes: vec![15, 20],
+                },
+                EntrySeries {
+                    entry: 1,
+                    intervals: 3,
+                    aggregate_bytes: vec![1, 2, 3],
+                    jain: vec![Some(1.0); 3],
+                    flow_bytes: vec![6],
+                },
+            ]
+        );
+        // An interval where no flow acknowledged anything has no index.
+        let idle = EntrySeries::reduce(&[FlowSeries {
+            entry: 2,
+            bytes: vec![0, 4],
+        }]);
+        assert_eq!(idle[0].jain, vec![None, Some(1.0)]);
+    }
+
+    #[test]
+    fn folding_interval_by_interval_equals_folding_at_the_end() {
+        let series = flows();
+        let mut folder = SeriesFolder::new(series.iter().map(|s| s.entry));
+        for upto in [0, 1, 1, 3] {
+            folder.fold(upto, |f, k| series[f].bytes[k]);
+            assert_eq!(folder.done(), upto);
+        }
+        assert_eq!(folder.finish(3), EntrySeries::reduce(&series));
+    }
 }

@@ -34,7 +34,7 @@ pub struct RunRecord {
     /// One digest per measured flow, in flow order, with the samples of
     /// [`latency_kinds`] of the scenario.
     pub flows: Vec<FlowDigest>,
-    pub throughput: Vec<crate::fairness::FlowSeries>,
+    pub throughput: Vec<crate::fairness::EntrySeries>,
     pub responses: Vec<ResponseSample>,
     pub bottleneck: Option<crate::fairness::BottleneckRun>,
     pub worst: Option<crate::worst::WorstPath>,

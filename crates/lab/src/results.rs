@@ -681,7 +681,7 @@ impl Results {
                             .and_then(|c| crate::echo::predict(s, c, &v.spec, p.coords())),
                         throughput: match &s.metrics.throughput {
                             Some(t) => {
-                                let runs: Vec<&[crate::fairness::FlowSeries]> =
+                                let runs: Vec<&[crate::fairness::EntrySeries]> =
                                     here.iter().map(|o| o.throughput.as_slice()).collect();
                                 crate::fairness::pool_throughput(s, t.interval, &runs)
                             }
@@ -751,7 +751,7 @@ impl Results {
                 worst_path: slowest_of(mine.iter().copied()),
                 throughput: match &s.metrics.throughput {
                     Some(t) if available => {
-                        let runs: Vec<&[crate::fairness::FlowSeries]> =
+                        let runs: Vec<&[crate::fairness::EntrySeries]> =
                             mine.iter().map(|o| o.throughput.as_slice()).collect();
                         crate::fairness::pool_throughput(s, t.interval, &runs)
                     }

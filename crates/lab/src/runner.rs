@@ -59,8 +59,8 @@ pub struct RunOutcome {
     pub dropped_units: Option<Units>,
     pub mtt: Option<Duration>,
     /// `[metrics] throughput`: bytes acknowledged per interval of every
-    /// flow but HTTP cross traffic, with its `[[flows]]` entry.
-    pub throughput: Vec<crate::fairness::FlowSeries>,
+    /// flow but HTTP cross traffic, reduced per `[[flows]]` entry.
+    pub throughput: Vec<crate::fairness::EntrySeries>,
     /// Echo flows: the response time of every request (001 §IV.A).
     pub responses: Vec<thinstream_metrics::ResponseSample>,
     /// Dumbbell runs: the bottleneck links' statistics.
@@ -628,8 +628,9 @@ pub fn run_one(plan: &Plan, spec: &RunSpec, detail: Detail) -> Result<RunOutcome
             let all: Vec<&FlowAnalysis> = analyses.iter().chain(extra.iter()).collect();
             let flows: Vec<(usize, &FlowAnalysis)> =
                 pairs.iter().map(|(e, k)| (*e, all[*k])).collect();
-            crate::fairness::series(t, &flows, scenario, generation_end)
-                .map_err(|e| run_err(format!("throughput: {e}")))?
+            let series = crate::fairness::series(t, &flows, scenario, generation_end)
+                .map_err(|e| run_err(format!("throughput: {e}")))?;
+            crate::fairness::EntrySeries::reduce(&series)
         }
         None => Vec::new(),
     };
@@ -682,8 +683,8 @@ struct Streamed {
     /// Messages each measured flow's source handed to its transport.
     sent: Vec<u64>,
     peak: StreamPeak,
-    /// `[metrics] throughput` series of every traced flow, in flow order.
-    throughput: Vec<crate::fairness::FlowSeries>,
+    /// `[metrics] throughput` series of the traced flows, per entry.
+    throughput: Vec<crate::fairness::EntrySeries>,
 }
 
 /// `[metrics] throughput` of a streamed run: the spec, the traced flows as
@@ -714,6 +715,10 @@ fn run_streaming(
         }
         None => Vec::new(),
     };
+    // Each interval is folded into its entry's series once every flow's
+    // count for it is final, and then forgotten: memory flat in the number
+    // of intervals.
+    let mut folder = crate::fairness::SeriesFolder::new(series.iter().map(|(_, e, _)| *e));
     let kinds = crate::record::latency_kinds(&plan.scenario);
     let limit = stream_sample_limit(measured.len());
     let mut streams = measured
@@ -819,6 +824,15 @@ fn run_streaming(
                 sim.drain_app_history(id);
             }
         }
+        // Every traced sender's records before `upto` are read: the
+        // intervals ending by then are final.
+        if let Some((_, _, first)) = series.first() {
+            let complete = first.complete_at(upto);
+            folder.fold(complete, |f, k| series[f].2.bin(k));
+            for (_, _, t) in &mut series {
+                t.release(complete);
+            }
+        }
     });
     if let Some(e) = error {
         return Err(e);
@@ -845,13 +859,11 @@ fn run_streaming(
             worst,
             sent,
             peak,
-            throughput: series
-                .into_iter()
-                .map(|(_, entry, t)| crate::fairness::FlowSeries {
-                    entry,
-                    bytes: t.finish(),
-                })
-                .collect(),
+            throughput: {
+                let intervals = series.first().map_or(0, |(_, _, t)| t.intervals());
+                folder.fold(intervals, |f, k| series[f].2.bin(k));
+                folder.finish(intervals)
+            },
         },
     ))
 }

@@ -52,7 +52,7 @@ use crate::scenario::Scenario;
 /// `manifest.json`'s `format`.
 pub const FORMAT: &str = "thinstream-shard";
 /// Version of the shard layout; bumped when files or columns change.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// The version of the tool that writes shards (shards of different versions
 /// are not merged: the simulator may have changed).
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

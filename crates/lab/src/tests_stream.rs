@@ -73,13 +73,27 @@ fn assert_streaming_exact(text: &str) {
         if plan.scenario.metrics.throughput.is_some() {
             let traced: u32 = plan.scenario.flows.iter().map(|f| f.expanded_count()).sum();
             assert_eq!(
-                a.throughput.len(),
+                a.throughput
+                    .iter()
+                    .map(|s| s.flow_bytes.len())
+                    .sum::<usize>(),
                 traced as usize,
-                "{name}: a series per traced flow"
+                "{name}: a total per traced flow"
             );
             assert!(
-                a.throughput.iter().all(|s| s.bytes.iter().sum::<u64>() > 0),
+                a.throughput
+                    .iter()
+                    .all(|s| s.flow_bytes.iter().all(|b| *b > 0)),
                 "{name}: every flow acknowledges bytes"
+            );
+            assert!(
+                a.throughput
+                    .iter()
+                    .all(|s| s.aggregate_bytes.len() == s.intervals
+                        && s.jain.len() == s.intervals
+                        && s.aggregate_bytes.iter().sum::<u64>()
+                            == s.flow_bytes.iter().sum::<u64>()),
+                "{name}: the per-interval sums add up to the flows' totals"
             );
             assert_eq!(a.throughput, b.throughput, "{name}: throughput series");
         }

@@ -43,7 +43,7 @@ fn a_thousand_thin_streams_and_twenty_greedy_flows() {
         .throughput
         .iter()
         .filter(|s| s.entry == 0)
-        .map(|s| s.bytes.iter().sum::<u64>())
+        .map(|s| s.flow_bytes.iter().sum::<u64>())
         .sum();
     assert!(greedy > 1_000_000, "greedy flows acked {greedy} bytes");
 }

@@ -301,6 +301,54 @@ fn compare_throughput(records: &[Record], chunk: usize, from: u64, to: u64, inte
     assert_eq!(s.finish(), full);
     // Acknowledged units are forgotten but for the coalesced set.
     assert!(peak < 200, "stored ranges stay bounded: {peak}");
+
+    // The same, taking and releasing the intervals complete after each
+    // chunk, as a long run does: the counts taken equal the whole series,
+    // and the stream never holds many intervals.
+    let mut s = ThroughputStream::new(from, to, interval).unwrap();
+    let (mut taken, mut held) = (Vec::new(), 0);
+    for part in records.chunks(chunk) {
+        s.push(part).unwrap();
+        held = held.max(s.held_intervals());
+        let complete = s.complete_at(part.last().unwrap().time());
+        taken.extend((taken.len()..complete).map(|k| s.bin(k)));
+        s.release(complete);
+    }
+    taken.extend(s.finish());
+    assert_eq!(taken, full, "released as the records are read");
+    // A chunk of the long synthetic traces spans at most about a second.
+    if full.len() >= 25 && chunk <= 100 {
+        assert!(
+            held <= full.len() / 2,
+            "held {held} of {} intervals",
+            full.len()
+        );
+    }
+}
+
+/// An acknowledgement inside an interval already released is out of
+/// time order: an error, not a count lost.
+#[test]
+fn an_acknowledgement_in_a_released_interval_is_refused() {
+    let records = synthetic(4, 400, 0.0);
+    let (from, to) = (Instant::from_nanos(0), Instant::from_nanos(5_000_000_000));
+    let mut s = ThroughputStream::new(
+        from,
+        to,
+        thinstream_base::Duration::from_nanos(1_000_000_000),
+    )
+    .unwrap();
+    assert_eq!(s.intervals(), 5);
+    let half = records.len() / 2;
+    s.push(&records[..half]).unwrap();
+    // Release every interval, though later records still fall in them.
+    s.release(5);
+    assert_eq!(s.bin(0), 0, "a released interval reads as zero");
+    let err = s.push(&records[half..]).unwrap_err();
+    assert!(
+        matches!(err, MetricsError::UnorderedRecords { .. }),
+        "got {err:?}"
+    );
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //! of a run's memory. A [`ThroughputStream`] reads the same sender records
 //! chunk by chunk and keeps:
 //!
-//! * one byte counter per interval of the window (fixed when it is made);
+//! * one byte counter per interval of the window (fixed when it is made)
+//!   not yet released: a reader that has consumed the intervals before
+//!   some time releases them ([`ThroughputStream::release`]), so a long
+//!   run holds only the intervals still open;
 //! * the units acknowledged so far as a coalesced set (one range for a
 //!   flow acknowledged in order, plus the selectively acknowledged islands);
 //! * the first transmission (the piece's bytes and units) of units sent and
@@ -42,7 +45,11 @@ pub struct ThroughputStream {
     from: Instant,
     to: Instant,
     interval: Duration,
-    bins: Vec<u64>,
+    /// Intervals `first..first + bins.len()` (later ones are zero so far).
+    bins: std::collections::VecDeque<u64>,
+    first: usize,
+    /// Intervals in the window.
+    total: usize,
     acked: UnitSet,
     first_tx: RangeMap<FirstPiece>,
     order: InOrder,
@@ -56,12 +63,14 @@ impl ThroughputStream {
         if interval.is_zero() || to < from {
             return Err(MetricsError::BadWindow);
         }
-        let bins = (to - from).as_nanos().div_ceil(interval.as_nanos()) as usize;
+        let total = (to - from).as_nanos().div_ceil(interval.as_nanos()) as usize;
         Ok(ThroughputStream {
             from,
             to,
             interval,
-            bins: vec![0; bins],
+            bins: std::collections::VecDeque::new(),
+            first: 0,
+            total,
             acked: UnitSet::default(),
             first_tx: RangeMap::new(),
             order: InOrder::default(),
@@ -99,7 +108,18 @@ impl ThroughputStream {
                     self.acked.insert(units);
                     if newly > 0 && time >= self.from && time < self.to {
                         let k = ((time - self.from).as_nanos() / self.interval.as_nanos()) as usize;
-                        self.bins[k] += newly;
+                        // A released interval was declared complete: an
+                        // acknowledgement in it is out of time order.
+                        let at =
+                            k.checked_sub(self.first)
+                                .ok_or(MetricsError::UnorderedRecords {
+                                    side: Side::Sender,
+                                    index,
+                                })?;
+                        if at >= self.bins.len() {
+                            self.bins.resize(at + 1, 0);
+                        }
+                        self.bins[at] += newly;
                     }
                 }
                 _ => {}
@@ -114,8 +134,50 @@ impl ThroughputStream {
         self.first_tx.len() + self.acked.ranges()
     }
 
-    /// The series: bytes acknowledged per interval.
+    /// Intervals held now (not released, up to the latest acknowledged).
+    pub fn held_intervals(&self) -> usize {
+        self.bins.len()
+    }
+
+    /// Intervals in the window.
+    pub fn intervals(&self) -> usize {
+        self.total
+    }
+
+    /// How many intervals of the window end at or before `t`: once the
+    /// records before `t` are read, their counts are final.
+    pub fn complete_at(&self, t: Instant) -> usize {
+        if t <= self.from {
+            return 0;
+        }
+        let whole = ((t - self.from).as_nanos() / self.interval.as_nanos()) as usize;
+        whole.min(self.total)
+    }
+
+    /// Bytes acknowledged in interval `k` so far (0 for a released one,
+    /// as for one beyond the window).
+    pub fn bin(&self, k: usize) -> u64 {
+        k.checked_sub(self.first)
+            .and_then(|at| self.bins.get(at))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Forgets the intervals before `k`: the reader has taken them, and an
+    /// acknowledgement in one of them later is an error.
+    pub fn release(&mut self, k: usize) {
+        let k = k.min(self.total);
+        while self.first < k {
+            self.bins.pop_front();
+            self.first += 1;
+        }
+    }
+
+    /// The series: bytes acknowledged per interval, from the first interval
+    /// not released to the end of the window.
     pub fn finish(self) -> Vec<u64> {
-        self.bins
+        let mut out: Vec<u64> = self.bins.into_iter().collect();
+        out.resize(self.total - self.first, 0);
+        out
     }
 }
