@@ -26,9 +26,8 @@ pub struct FlowSeries {
 pub struct EntrySeries {
     /// The `[[flows]]` entry.
     pub entry: usize,
-    /// Intervals in the window (every flow's series has this many).
-    pub intervals: usize,
-    /// Bytes acknowledged per interval, summed over the entry's flows.
+    /// Bytes acknowledged per interval of the window, summed over the
+    /// entry's flows (one item per interval).
     pub aggregate_bytes: Vec<u64>,
     /// Jain's index among the entry's flows per interval (`None` where no
     /// flow acknowledged anything).
@@ -46,7 +45,7 @@ impl EntrySeries {
         folder.fold(intervals, |flow, k| {
             series[flow].bytes.get(k).copied().unwrap_or(0)
         });
-        folder.finish(intervals)
+        folder.finish()
     }
 }
 
@@ -114,9 +113,8 @@ impl SeriesFolder {
         self.done = self.done.max(upto);
     }
 
-    /// The entries' series over `intervals` intervals (all folded).
-    pub fn finish(self, intervals: usize) -> Vec<EntrySeries> {
-        debug_assert_eq!(self.done, intervals, "unfolded intervals");
+    /// The entries' series over the intervals folded.
+    pub fn finish(self) -> Vec<EntrySeries> {
         let SeriesFolder {
             entries,
             aggregate,
@@ -129,7 +127,6 @@ impl SeriesFolder {
             .zip(aggregate.into_iter().zip(jain))
             .map(|((entry, flows), (aggregate_bytes, jain))| EntrySeries {
                 entry,
-                intervals,
                 aggregate_bytes,
                 jain,
                 flow_bytes: flows.iter().map(|&f| totals[f]).collect(),
@@ -344,7 +341,7 @@ pub fn pool_throughput(
             let totals: Vec<f64> = mine
                 .flow_bytes
                 .iter()
-                .map(|b| kbps(*b, interval) / mine.intervals.max(1) as f64)
+                .map(|b| kbps(*b, interval) / mine.aggregate_bytes.len().max(1) as f64)
                 .collect();
             jain_totals.extend(jain_index(&totals));
             per_flow.extend(totals);
@@ -402,7 +399,6 @@ mod tests {
             vec![
                 EntrySeries {
                     entry: 0,
-                    intervals: 3,
                     aggregate_bytes: vec![20, 10, 5],
                     // [10, 10]: equal shares; [0, 10] and [5, 0]: one of two.
                     jain: vec![Some(1.0), Some(0.5), Some(0.5)],
@@ -410,7 +406,6 @@ mod tests {
                 },
                 EntrySeries {
                     entry: 1,
-                    intervals: 3,
                     aggregate_bytes: vec![1, 2, 3],
                     jain: vec![Some(1.0); 3],
                     flow_bytes: vec![6],
@@ -433,6 +428,6 @@ mod tests {
             folder.fold(upto, |f, k| series[f].bytes[k]);
             assert_eq!(folder.done(), upto);
         }
-        assert_eq!(folder.finish(3), EntrySeries::reduce(&series));
+        assert_eq!(folder.finish(), EntrySeries::reduce(&series));
     }
 }

@@ -862,7 +862,7 @@ fn run_streaming(
             throughput: {
                 let intervals = series.first().map_or(0, |(_, _, t)| t.intervals());
                 folder.fold(intervals, |f, k| series[f].2.bin(k));
-                folder.finish(intervals)
+                folder.finish()
             },
         },
     ))
