@@ -19,10 +19,11 @@
 //!   removed and shifts only when a smaller one turns up later, by the
 //!   difference: rare, and small.)
 //!
-//! Memory: 256 bytes per chunk of 64 neighbouring buckets (a sixteenth of
-//! a power of two) that holds a sample (4-byte counters), whatever the
-//! number of samples. Chunks are allocated when first used, rather than
-//! the `hdrhistogram` crate's one dense array: that array holds every
+//! Memory: per chunk of 64 neighbouring buckets (a sixteenth of a power
+//! of two) that holds a sample, 64 bytes of one-byte counters while every
+//! count of the chunk stays below 256, then 256 bytes of 4-byte counters,
+//! whatever the number of samples. Chunks are allocated when first used,
+//! rather than the `hdrhistogram` crate's one dense array: that array holds every
 //! bucket from 0 ns up to the largest value, about 128 KiB per group for
 //! latencies of seconds, where one flow's latencies are spread thinly
 //! over some tens of chunks. With a thousand flows the dense arrays took
@@ -70,17 +71,61 @@ fn bucket_top(b: u32) -> u64 {
 /// chunks hold fewer empty counters but are more to search and allocate:
 /// with 4000 flows for 600 s, 16 buckets took 232 MiB of peak RSS, 64
 /// took 265 and 256 took 337; at 1000 flows for 1800 s, 16 took 3-8 %
-/// more CPU time than 256, 64 within the spread (docs/memory.md).
+/// more CPU time than 256, 64 within the spread (docs/memory.md; those
+/// figures are from 4-byte counters, before [`Counts`] started narrow).
 const CHUNK: usize = 64;
+
+/// The counters of one chunk. Most of a flow's chunks hold the rare
+/// values of its tail, a few samples each: one byte per counter (one
+/// cache line per chunk) until a count passes 255, then four.
+#[derive(Clone, Debug)]
+enum Counts {
+    Narrow(Box<[u8; CHUNK]>),
+    Wide(Box<[u32; CHUNK]>),
+}
+
+impl Counts {
+    fn new() -> Counts {
+        Counts::Narrow(Box::new([0; CHUNK]))
+    }
+
+    /// Adds `n` to counter `i` (saturating at `u32::MAX`), widening the
+    /// chunk when the sum does not fit a byte.
+    fn add(&mut self, i: usize, n: u32) {
+        match self {
+            Counts::Narrow(c) => {
+                let sum = u32::from(c[i]).saturating_add(n);
+                if let Ok(b) = u8::try_from(sum) {
+                    c[i] = b;
+                    return;
+                }
+                let mut w = Box::new([0u32; CHUNK]);
+                for (w, &b) in w.iter_mut().zip(c.iter()) {
+                    *w = u32::from(b);
+                }
+                w[i] = sum;
+                *self = Counts::Wide(w);
+            }
+            Counts::Wide(c) => c[i] = c[i].saturating_add(n),
+        }
+    }
+
+    fn get(&self, i: usize) -> u32 {
+        match self {
+            Counts::Narrow(c) => u32::from(c[i]),
+            Counts::Wide(c) => c[i],
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 struct Group {
     /// Counters of the buckets in use, in chunks of [`CHUNK`] neighbouring
     /// buckets allocated when one of them is first used: `(chunk, counts)`
     /// by chunk, bucket `b` in chunk `b / CHUNK` at `b % CHUNK`. A flow's
-    /// latencies fill some tens of chunks (256 bytes each), whatever their
-    /// number.
-    chunks: Vec<(u32, Box<[u32; CHUNK]>)>,
+    /// latencies fill some tens of chunks (64 or 256 bytes each, see
+    /// [`Counts`]), whatever their number.
+    chunks: Vec<(u32, Counts)>,
     count: u64,
     sum: u128,
     min: u64,
@@ -99,11 +144,11 @@ impl Group {
     }
 
     /// The counters of chunk `c`, allocated if new.
-    fn chunk(&mut self, c: u32) -> &mut [u32; CHUNK] {
+    fn chunk(&mut self, c: u32) -> &mut Counts {
         let i = match self.chunks.binary_search_by_key(&c, |(k, _)| *k) {
             Ok(i) => i,
             Err(i) => {
-                self.chunks.insert(i, (c, Box::new([0; CHUNK])));
+                self.chunks.insert(i, (c, Counts::new()));
                 i
             }
         };
@@ -118,8 +163,7 @@ impl Group {
         }
         let b = bucket_of(v) as usize;
         let n = u32::try_from(n).unwrap_or(u32::MAX);
-        let slot = &mut self.chunk((b / CHUNK) as u32)[b % CHUNK];
-        *slot = slot.saturating_add(n);
+        self.chunk((b / CHUNK) as u32).add(b % CHUNK, n);
     }
 
     fn record_n(&mut self, nanos: u64, n: u64) {
@@ -140,8 +184,11 @@ impl Group {
         }
         for (c, counts) in &o.chunks {
             let mine = self.chunk(*c);
-            for (m, n) in mine.iter_mut().zip(counts.iter()) {
-                *m = m.saturating_add(*n);
+            for i in 0..CHUNK {
+                let n = counts.get(i);
+                if n > 0 {
+                    mine.add(i, n);
+                }
             }
         }
         self.count += o.count;
@@ -154,7 +201,8 @@ impl Group {
     fn buckets(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         for (c, counts) in &self.chunks {
-            for (i, &n) in counts.iter().enumerate() {
+            for i in 0..CHUNK {
+                let n = counts.get(i);
                 if n > 0 {
                     out.push((bucket_top(*c * CHUNK as u32 + i as u32), u64::from(n)));
                 }
@@ -452,6 +500,71 @@ mod tests {
                 assert_eq!(bucket_of(top + 1), bucket_of(top) + 1);
             }
         }
+    }
+
+    // Counters start as one byte and widen when a count passes 255, in
+    // recording and in merging, with the counts of the chunk's other
+    // buckets kept; a count saturates at u32::MAX (the exact count stays
+    // exact).
+    #[test]
+    fn narrow_counters_widen_without_losing_counts() {
+        use std::collections::BTreeMap;
+        // Two values in one chunk, one in another.
+        let (a, b, far) = (100_000_000u64, 100_000_000 + (1 << 17), 900_000_000u64);
+        assert_eq!(bucket_of(a) / CHUNK as u32, bucket_of(b) / CHUNK as u32);
+        let mut h = LatencyHistogram::new();
+        let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut note = |v: u64, n: u64| *want.entry(bucket_top(bucket_of(v))).or_default() += n;
+        for _ in 0..255 {
+            h.record(0, a);
+            note(a, 1);
+        }
+        h.record(0, b);
+        note(b, 1);
+        h.record(0, far);
+        note(far, 1);
+        let narrow = |h: &LatencyHistogram| {
+            h.groups[0]
+                .chunks
+                .iter()
+                .filter(|(_, c)| matches!(c, Counts::Narrow(_)))
+                .count()
+        };
+        assert_eq!(narrow(&h), 2, "255 still fits a byte");
+        h.record(0, a);
+        note(a, 1);
+        assert_eq!(narrow(&h), 1, "the chunk of `a` widened, `far`'s did not");
+        let mut other = LatencyHistogram::new();
+        for _ in 0..200 {
+            other.record(0, b);
+            note(b, 1);
+        }
+        for _ in 0..300 {
+            other.record(0, far);
+            note(far, 1);
+        }
+        assert_eq!(
+            narrow(&other),
+            1,
+            "200 at `b` fits a byte, 300 at `far` does not"
+        );
+        h.merge(&other);
+        assert_eq!(narrow(&h), 0, "merging 1 + 300 at `far` widened its chunk");
+        let got: BTreeMap<u64, u64> = h.groups[0].buckets().into_iter().collect();
+        assert_eq!(got, want);
+        assert_eq!(h.count(), 256 + 1 + 1 + 500);
+        // Saturation at u32::MAX, through a narrow chunk.
+        let mut g = Group::new();
+        g.put(a, u64::from(u32::MAX) + 7);
+        g.put(a, 3);
+        g.put(b, 9);
+        assert_eq!(
+            g.buckets(),
+            vec![
+                (bucket_top(bucket_of(a)), u64::from(u32::MAX)),
+                (bucket_top(bucket_of(b)), 9)
+            ]
+        );
     }
 
     #[test]
