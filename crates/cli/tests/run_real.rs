@@ -345,26 +345,27 @@ fn several_flows_between_the_two_hosts_run_real_and_match_the_simulator() {
     );
     // Real against simulated (latency above the minimum one-way delay), on
     // the messages that needed no retransmission (over 500 of them on both
-    // sides): their mean agrees within 25 % or 10 ms. Rows of retransmitted
-    // messages are not judged here: in a run this short they hold 20-40
-    // messages whose latencies come in steps of whole retransmission
-    // timeouts, so which packets the link happens to lose (same link seeds,
-    // but the n-th datagram into a link is not always the same one) moves
-    // their mean by tens of percent (1 retransmission: 146 vs 98 ms seen).
-    // The 10-minute comparison in the report judges those rows.
+    // sides): their medians agree within 2 ms. Not their means: a message
+    // sent once still waits for an earlier one being retransmitted
+    // (ordered delivery), so that row's mean moves with which packets the
+    // link happens to lose (same link seeds, but the n-th datagram into a
+    // link is not always the same one), as the retransmitted rows do: five
+    // real runs of this scenario gave 5.1, 5.6, 7.2, 14.4 and 20.0 ms
+    // against the simulator's 6.0. Most messages wait for nothing, so the
+    // median is the one-way delay the emulator added and the time the
+    // hosts took, which is what this compares. The retransmitted rows come
+    // in steps of whole retransmission timeouts (1 retransmission: 146 vs
+    // 98 ms seen); the 10-minute comparison in the report judges those.
     let s = &sim["variants"][0];
     let (r, m) = (by_rtx(v, 0), by_rtx(s, 0));
     assert!(r["count"].as_u64() > Some(500), "{v}");
     assert!(m["count"].as_u64() > Some(500), "{s}");
-    let (a, b) = (
-        r["mean_ms"].as_f64().unwrap(),
-        m["mean_ms"].as_f64().unwrap(),
-    );
+    let (a, b) = (r["p50_ms"].as_f64().unwrap(), m["p50_ms"].as_f64().unwrap());
     // On failure, the host's timing during the run: the emulator's release
     // error per direction and how late the sending applications woke.
     assert!(
-        (a - b).abs() <= 10.0_f64.max(0.25 * b),
-        "0 retransmissions: real mean {a:.1} ms vs simulated {b:.1} ms; release error forward {}, \
+        (a - b).abs() <= 2.0,
+        "0 retransmissions: real median {a:.2} ms vs simulated {b:.2} ms; release error forward {}, \
          reverse {}; application wake-up lateness (us: p50, p99, max) {}",
         run["emulator"]["forward"]["release_error"],
         run["emulator"]["reverse"]["release_error"],
