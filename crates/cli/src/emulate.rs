@@ -9,6 +9,7 @@ use thinstream::emulate::{DirectionReport, Emulator, EmulatorConfig, EmulatorRep
 use thinstream_base::Duration;
 use thinstream_link::{DropCause, HoldLimit, LinkConfig};
 
+use crate::sched::Priority;
 use crate::util::out;
 
 /// Arguments; the long help is the `Emulate` variant's doc in `main.rs`.
@@ -94,6 +95,15 @@ pub(crate) struct Args {
     /// being measured instead).
     #[arg(long, conflicts_with = "tun")]
     busy_poll: bool,
+    /// Scheduling of the relay thread. `auto`: the real-time policy
+    /// (SCHED_FIFO, priority 10) when the system allows it (root or
+    /// CAP_SYS_NICE), so a release is not kept waiting for a core by the
+    /// programs being measured; normal otherwise, and with --busy-poll.
+    /// `realtime`: SCHED_FIFO or an error. `normal`: leave it as started.
+    /// Programs started with --run-a/--run-b run under the normal policy.
+    /// The statistics and --json say which applied.
+    #[arg(long, value_enum, default_value_t = Priority::Auto)]
+    pub(crate) priority: Priority,
     /// Allow --listen/--to outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     allow_non_loopback: bool,
@@ -131,7 +141,8 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         shared_links: args.shared_links,
         busy_poll: args.busy_poll,
     };
-    // One thread: the relay loop is one task and one core.
+    // One thread: the relay loop is one task and one core, this one.
+    let scheduling = crate::sched::apply(args.priority, args.busy_poll)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -151,13 +162,27 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(emulator.run(stop).await?)
     })?;
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        write_json(path, &report, &scheduling.text)?;
     }
     if !args.quiet {
         out(&render(&report));
+        out(&format!("  relay thread: {}\n", scheduling.text));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report as JSON, with `scheduling`: what the relay thread ran under.
+pub(crate) fn write_json(
+    path: &std::path::Path,
+    report: &impl serde::Serialize,
+    scheduling: &str,
+) -> anyhow::Result<()> {
+    let mut value = serde_json::to_value(report)?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("scheduling".into(), scheduling.into());
+    }
+    let text = serde_json::to_string_pretty(&value)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
 fn render(r: &EmulatorReport) -> String {

@@ -17,12 +17,21 @@ use crate::util::out;
 #[derive(Default)]
 struct Children {
     groups: Vec<rustix::process::Pid>,
+    /// The relay thread runs under SCHED_FIFO, which a child would inherit:
+    /// start the commands through `chrt --other 0` (util-linux), back under
+    /// the normal policy.
+    normal_policy: bool,
 }
 
 impl Children {
     fn spawn(&mut self, ns: &str, cmd: &str) -> anyhow::Result<tokio::process::Child> {
+        let mut argv = vec!["netns", "exec", ns];
+        if self.normal_policy {
+            argv.extend(["chrt", "--other", "0"]);
+        }
+        argv.extend(["sh", "-c", cmd]);
         let child = tokio::process::Command::new("ip")
-            .args(["netns", "exec", ns, "sh", "-c", cmd])
+            .args(&argv)
             // Own process group: a terminal's Ctrl-C reaches the emulator
             // only, which then stops the group itself after the report.
             .process_group(0)
@@ -92,11 +101,16 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<ExitCode> {
         duration: args.duration,
         link_seeds: None,
     };
+    // The relay runs on this thread (a current-thread runtime).
+    let scheduling = crate::sched::apply(args.priority, false)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let children = RefCell::new(Children::default());
+    let children = RefCell::new(Children {
+        groups: Vec::new(),
+        normal_policy: scheduling.realtime,
+    });
     let a_status: RefCell<Option<std::process::ExitStatus>> = RefCell::new(None);
     let failure: RefCell<Option<anyhow::Error>> = RefCell::new(None);
     let report: anyhow::Result<TunReport> = rt.block_on(async {
@@ -165,8 +179,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<ExitCode> {
         return Err(e);
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        crate::emulate::write_json(path, &report, &scheduling.text)?;
     }
     if !args.quiet {
         let mut s = format!(
@@ -175,6 +188,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<ExitCode> {
         );
         s += &direction("forward (a -> b)", &report.forward);
         s += &direction("reverse (b -> a)", &report.reverse);
+        s += &format!("  relay thread: {}\n", scheduling.text);
         out(&s);
     }
     Ok(match a_status.into_inner() {

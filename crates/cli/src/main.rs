@@ -15,6 +15,7 @@ mod real;
 mod real_tcp;
 mod reproduce;
 mod run;
+mod sched;
 mod send;
 mod torture;
 mod util;

@@ -924,3 +924,62 @@ fn one_way_with_a_csv_trace_and_an_inline_workload() {
     check_one_way(&s, 40);
     assert_eq!(u(&s["bytes_sent"]), 40 * 120);
 }
+
+/// The relay thread's scheduling: what the report says is what the kernel
+/// has for the running emulator (`chrt -p`, util-linux): SCHED_FIFO 10 by
+/// default where the system allows it, otherwise the normal policy with the
+/// reason; the normal policy with `--priority normal`; and a real-time
+/// thread that would busy-poll is refused before anything starts.
+#[test]
+fn relay_thread_scheduling_is_what_the_report_says() {
+    let _g = serial();
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = sink.local_addr().unwrap();
+    for (args, name) in [
+        (&[][..], "sched-auto.json"),
+        (&["--priority", "normal"][..], "sched-normal.json"),
+    ] {
+        let emu = Emu::start(to, args, name);
+        let chrt = Command::new("chrt")
+            .args(["-p", &emu.child.id().to_string()])
+            .output()
+            .expect("chrt (util-linux) runs");
+        let policy = String::from_utf8_lossy(&chrt.stdout).to_string();
+        let report = emu.interrupt();
+        let sched = report["scheduling"]
+            .as_str()
+            .expect("scheduling in the JSON");
+        if sched.starts_with("SCHED_FIFO") {
+            assert!(args.is_empty(), "{args:?} gave {sched}");
+            assert_eq!(sched, "SCHED_FIFO 10");
+            assert!(
+                policy.contains("policy: SCHED_FIFO") && policy.contains("priority: 10"),
+                "report {sched}, kernel {policy}"
+            );
+        } else {
+            assert!(
+                policy.contains("policy: SCHED_OTHER"),
+                "report {sched}, kernel {policy}"
+            );
+            if args.is_empty() {
+                assert!(sched.starts_with("normal (real-time refused: "), "{sched}");
+            } else {
+                assert_eq!(sched, "normal");
+            }
+        }
+    }
+    let refused = thinstream()
+        .args(["emulate", "--listen", "127.0.0.1:0", "--to"])
+        .arg(to.to_string())
+        .args(["--priority", "realtime", "--busy-poll"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("--busy-poll"), "{err}");
+    assert!(
+        refused.stdout.is_empty(),
+        "started anyway: {:?}",
+        refused.stdout
+    );
+}
