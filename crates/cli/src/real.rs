@@ -88,6 +88,9 @@ pub(crate) struct WorkerArgs {
     /// Write every flow's trace records here (`run --records`).
     #[arg(long)]
     records: Option<PathBuf>,
+    /// Scheduling of the worker's one thread (`run --priority`).
+    #[arg(long, value_enum, default_value_t = crate::sched::Priority::Auto)]
+    priority: crate::sched::Priority,
 }
 
 /// Writes `flows`' trace records for `run --records` (simulated or real),
@@ -403,6 +406,8 @@ pub(crate) fn execute(
             plan.seed.0.to_string(),
             "--tag".into(),
             namespace_tag(spec.index),
+            "--priority".into(),
+            args.priority.name().into(),
         ];
         if let Some(r) = args
             .records
@@ -687,6 +692,9 @@ fn run_child(
 
 /// The hidden `real-worker` subcommand.
 pub(crate) fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
+    // Everything of the run (endpoints, applications, emulator; the TCP
+    // path's sockets and relay) runs on this one thread.
+    crate::sched::apply(args.priority, false)?;
     // `unshare` execs this program, so the parent is `run --real`: if it
     // dies (even by SIGKILL), this run and its namespace go with it.
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
@@ -1309,7 +1317,7 @@ async fn real_run(
     )?;
     let mut real = real_info(plan, spec, wall_start, flows.len(), n, got_total, late_ns);
     real.echoes = echo.then_some(echoes_total);
-    real.emulator = serde_json::to_value(&report)?;
+    real.emulator = crate::sched::with_scheduling(serde_json::to_value(&report)?);
     Ok(WorkerOutput { record, real })
 }
 

@@ -848,7 +848,7 @@ pub(crate) fn run(
     }
     let record = run_record(plan, spec, a, end, wall_start, faults)?;
     let mut real = real_info(plan, spec, wall_start, flows.len(), n, got_total, late_ns);
-    real.emulator = serde_json::to_value(&report)?;
+    real.emulator = crate::sched::with_scheduling(serde_json::to_value(&report)?);
     real.kernel_tcp = Some(serde_json::json!({
         "settings": kernels.first(),
         "kernel_release": std::fs::read_to_string("/proc/sys/kernel/osrelease")

@@ -381,6 +381,7 @@ fn real_pair(
         shard: None,
         real: false,
         allow_long: false,
+        priority: crate::sched::Priority::Auto,
     };
     let (_plan, _results, sim_file) = run::execute(&run_args, &mut |s| crate::util::out(s))?;
     let control_args = run::Args {
@@ -579,6 +580,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
                 shard: None,
                 real: false,
                 allow_long: false,
+                priority: crate::sched::Priority::Auto,
             };
             match run::execute(&run_args, &mut |s| crate::util::out(s)) {
                 // Plots, CSV and verdicts come from the stored results.

@@ -93,6 +93,12 @@ pub(crate) struct Args {
     /// With --real: allow runs longer than 30 minutes (generation + drain).
     #[arg(long, requires = "real")]
     pub(crate) allow_long: bool,
+    /// With --real: scheduling of each run's thread (endpoints, applications
+    /// and emulator), as `emulate --priority`: `auto` (SCHED_FIFO 10 where
+    /// the system allows it), `realtime` or `normal`. results.json names
+    /// the policy per run (`real.runs[].emulator.scheduling`).
+    #[arg(long, value_enum, default_value_t = crate::sched::Priority::Auto, requires = "real")]
+    pub(crate) priority: crate::sched::Priority,
 }
 
 fn parse_shard(s: &str) -> Result<ShardSpec, String> {

@@ -45,10 +45,40 @@ pub(crate) struct Applied {
     pub(crate) text: String,
 }
 
+impl Priority {
+    /// The value's name on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Priority::Auto => "auto",
+            Priority::Realtime => "realtime",
+            Priority::Normal => "normal",
+        }
+    }
+}
+
+/// What the last [`apply`] of this process gave, for reports written
+/// far from where it was called (`run --real`'s worker).
+static APPLIED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// `report` (an emulator report as JSON) with `scheduling`: what this
+/// process's thread runs under, when [`apply`] ran.
+pub(crate) fn with_scheduling(mut report: serde_json::Value) -> serde_json::Value {
+    if let (Some(text), Some(map)) = (APPLIED.get(), report.as_object_mut()) {
+        map.insert("scheduling".into(), text.as_str().into());
+    }
+    report
+}
+
 /// Applies `want` to the calling thread (the relay's: the emulator runs
 /// on a current-thread runtime). An error only for `Realtime` refused, or
 /// `Realtime` with busy polling.
 pub(crate) fn apply(want: Priority, busy_poll: bool) -> anyhow::Result<Applied> {
+    let applied = apply_policy(want, busy_poll)?;
+    let _ = APPLIED.set(applied.text.clone());
+    Ok(applied)
+}
+
+fn apply_policy(want: Priority, busy_poll: bool) -> anyhow::Result<Applied> {
     let normal = |text: String| Applied {
         realtime: false,
         text,
