@@ -162,7 +162,7 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(emulator.run(stop).await?)
     })?;
     if let Some(path) = &args.json {
-        write_json(path, &report, &scheduling.text)?;
+        write_json(path, &report)?;
     }
     if !args.quiet {
         out(&render(&report));
@@ -171,16 +171,13 @@ pub(crate) fn main(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The report as JSON, with `scheduling`: what the relay thread ran under.
+/// The report as JSON, with `scheduling`: what the relay thread ran under
+/// ([`crate::sched::with_scheduling`]).
 pub(crate) fn write_json(
     path: &std::path::Path,
     report: &impl serde::Serialize,
-    scheduling: &str,
 ) -> anyhow::Result<()> {
-    let mut value = serde_json::to_value(report)?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("scheduling".into(), scheduling.into());
-    }
+    let value = crate::sched::with_scheduling(serde_json::to_value(report)?);
     let text = serde_json::to_string_pretty(&value)?;
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }

@@ -179,7 +179,7 @@ pub(crate) fn main(args: &Args) -> anyhow::Result<ExitCode> {
         return Err(e);
     }
     if let Some(path) = &args.json {
-        crate::emulate::write_json(path, &report, &scheduling.text)?;
+        crate::emulate::write_json(path, &report)?;
     }
     if !args.quiet {
         let mut s = format!(
