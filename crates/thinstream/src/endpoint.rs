@@ -9,6 +9,7 @@ use thinstream_base::Seed;
 use thinstream_proto::{AssociationId, Endpoint as ProtoEndpoint, Entropy};
 
 use crate::association::Association;
+use crate::clock::PreciseTimer;
 use crate::config::{AssociationConfig, EndpointConfig};
 use crate::error::{AssociationError, BindError, ConnectError};
 use crate::state::{Shared, Slot, State};
@@ -347,8 +348,7 @@ async fn run(
     let clock = shared.clock;
     let mut batch = TxBatch::default();
     let mut rx = RxBuffers::new();
-    let sleep = tokio::time::sleep(std::time::Duration::from_secs(3600));
-    tokio::pin!(sleep);
+    let mut timer = Timer::new();
     loop {
         // Under the lock: timers and events.
         let woke = {
@@ -410,14 +410,7 @@ async fn run(
                 continue;
             }
         }
-        // Re-arming the runtime's timer costs a trip through its timer
-        // wheel; most turns leave the deadline where it was.
-        if let Some(t) = deadline {
-            let at = tokio::time::Instant::from(clock.to_std(t));
-            if sleep.deadline() != at {
-                sleep.as_mut().reset(at);
-            }
-        }
+        let wait = timer.plan(deadline.map(|t| clock.to_std(t)));
         tokio::select! {
             r = io.ready_to_read() => {
                 let mut ready = r?;
@@ -440,7 +433,71 @@ async fn run(
                 }
             }
             _ = shared.wake.notified() => {}
-            _ = &mut sleep, if deadline.is_some() => {}
+            () = timer.wait(), if wait => {}
+        }
+    }
+}
+
+/// The endpoint task's wake-up for the associations' next deadline.
+///
+/// On Linux a `timerfd` ([`PreciseTimer`]): the timers fire within the OS
+/// wake-up latency of their deadline (tens of microseconds), where tokio's
+/// timer wheel rounds a deadline up to the next millisecond and fires 1-3
+/// ms late on a busy host. Arming it is a system call, so it is armed only
+/// when the deadline comes earlier than the armed one: a deadline that
+/// moved later (the retransmission timer restarted by every SACK of a bulk
+/// transfer) lets the armed wait end early once, and that turn arms the new
+/// deadline. Without a `timerfd`, tokio's timer, reset when the deadline
+/// changes.
+struct Timer {
+    precise: PreciseTimer,
+    /// The deadline the precise timer waits for (it may be earlier than
+    /// the associations' next one, never later).
+    armed: Option<std::time::Instant>,
+    fallback: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Timer {
+    fn new() -> Timer {
+        Timer {
+            precise: PreciseTimer::new(),
+            armed: None,
+            fallback: Box::pin(tokio::time::sleep(std::time::Duration::from_secs(3600))),
+        }
+    }
+
+    /// Sets up the wait for `deadline`; returns whether there is anything
+    /// to wait for.
+    fn plan(&mut self, deadline: Option<std::time::Instant>) -> bool {
+        let Some(deadline) = deadline else {
+            // Nothing to wake for: an armed wait may still end once, and
+            // that turn finds nothing due.
+            return false;
+        };
+        if self.precise.is_precise() {
+            if self.armed.is_none_or(|a| deadline < a) {
+                self.armed = Some(deadline);
+            }
+        } else {
+            let at = tokio::time::Instant::from(deadline);
+            // Re-arming the runtime's timer costs a trip through its timer
+            // wheel; most turns leave the deadline where it was.
+            if self.fallback.deadline() != at {
+                self.fallback.as_mut().reset(at);
+            }
+        }
+        true
+    }
+
+    /// Waits for the planned deadline (call only after `plan` returned
+    /// `true`; dropping the future before it ends is fine).
+    async fn wait(&mut self) {
+        match self.armed {
+            Some(at) if self.precise.is_precise() => {
+                self.precise.sleep_until(at).await;
+                self.armed = None;
+            }
+            _ => (&mut self.fallback).await,
         }
     }
 }
