@@ -355,7 +355,18 @@ async fn run(
             let mut st = shared.lock();
             let now = clock.now();
             if st.ep.poll_timeout().is_some_and(|t| t <= now) {
-                st.ep.handle_timeout(now);
+                // Datagrams already waiting in the socket arrived before
+                // this turn, most likely while the task was waking up for
+                // the timer: read them first, so that an acknowledgement
+                // that is already here stops the retransmission timer
+                // instead of racing it (a kernel stack handles a packet
+                // when it arrives, before a later timer tick).
+                io.recv_now(&mut rx, |src, payload| {
+                    st.ep.handle_slice(now, src, payload)
+                })?;
+                if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+                    st.ep.handle_timeout(now);
+                }
             }
             st.drain_events(now)
         };
